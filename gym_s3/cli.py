@@ -1,0 +1,58 @@
+"""The ``s3`` command line: one entry point, one subcommand per stage of the method.
+
+Each subcommand lives next to the code it drives and exposes ``register(subparsers)``; this
+module only lists them, so ``s3 --help`` stays fast (heavy imports happen inside each command's
+run function).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from gym_s3.errors import S3Error
+
+#: subcommand modules, in the order they appear in ``s3 --help``
+COMMAND_MODULES: tuple[str, ...] = (
+    "gym_s3.tracks.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the ``s3`` parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="s3",
+        description=(
+            "Sim2Sim2Sim: distil a high-fidelity driving simulator into fast batched dynamics, "
+            "train PPO in the distilled environment and validate in the high-fidelity one."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    from gym_s3 import __version__
+
+    parser.add_argument("--version", action="version", version=f"sim2sim2sim {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``s3`` command line; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result = args.func(args)
+    except S3Error as exc:
+        print(f"s3 {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"s3 {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return int(result or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Reference paths, built-in tracks, Frenet projection, surface layouts and speed profiles."""
