@@ -15,9 +15,7 @@ from collections.abc import Sequence
 from gym_s3.errors import S3Error
 
 #: subcommand modules, in the order they appear in ``s3 --help``
-COMMAND_MODULES: tuple[str, ...] = (
-    "gym_s3.tracks.cli",
-)
+COMMAND_MODULES: tuple[str, ...] = ("gym_s3.tracks.cli",)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,409 @@
+"""Road surfaces, per-episode surface layouts (base surface + ice patches) and friction lookup.
+
+A layout is a base surface plus patches. Patches are stored as oriented rectangles in world
+coordinates (:class:`RectPatch`); a patch that follows a curved road is split into short pieces.
+Rectangles are what a real BeamNG.tech scene can hold (``ProceduralCube`` slabs whose material has
+an ICE ground type), so the same rectangles drive the distilled env, the vehicle simulator and the
+stand-in server, and the friction under a wheel is computed by one function,
+:meth:`SurfaceBatch.friction_at`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from gym_s3.errors import ConfigError
+from gym_s3.tracks.path import ReferencePath
+
+
+@dataclass(frozen=True)
+class Surface:
+    """A named road surface.
+
+    Attributes:
+        name: identifier used throughout the project.
+        mu: peak tyre-road friction coefficient [-] for passenger-car tyres.
+        ground_model: the BeamNG ground-model name the surface maps to.
+        source: where the value comes from.
+    """
+
+    name: str
+    mu: float
+    ground_model: str
+    source: str
+
+
+#: Peak friction of the named surfaces. Values are the project's defaults from the textbook
+#: ranges: Wong, *Theory of Ground Vehicles* (peak/sliding tables), Noon (1994) as quoted in
+#: road-accident reconstruction references, and the MathWorks Magic-Formula presets; see
+#: ``vehicle-dynamics.md`` §3.1. "Dry asphalt 1.0" reflects modern passenger tyres (textbook
+#: 0.8-0.9).
+SURFACES: dict[str, Surface] = {
+    s.name: s
+    for s in (
+        Surface("asphalt", 1.0, "ASPHALT", "modern tyres, dry asphalt; Wong 0.8-0.9, MF preset 1"),
+        Surface("asphalt_wet", 0.7, "ASPHALT_WET", "Wong 0.5-0.7; MF wet-tarmac preset 0.82"),
+        Surface("gravel", 0.6, "GRAVEL", "Wong gravel 0.6 peak / 0.55 sliding"),
+        Surface("dirt", 0.65, "DIRT", "Wong dry dirt road 0.68; Noon loose moist dirt 0.60-0.65"),
+        Surface("snow", 0.25, "SNOW", "packed snow: Wong 0.2, Noon 0.20-0.25, MF preset 0.3"),
+        Surface("ice", 0.10, "ICE", "Wong 0.1, Noon 0.10-0.15, MF preset 0.1"),
+    )
+}
+SURFACE_ALIASES: dict[str, str] = {"wet": "asphalt_wet", "dry": "asphalt", "tarmac": "asphalt"}
+#: Stable integer ids (for logs): index into this tuple.
+SURFACE_NAMES: tuple[str, ...] = tuple(SURFACES)
+
+
+def get_surface(name: str) -> Surface:
+    """Look up a surface by name or alias; the error lists the valid names."""
+    key = SURFACE_ALIASES.get(name.lower(), name.lower())
+    if key not in SURFACES:
+        valid = ", ".join(list(SURFACES) + list(SURFACE_ALIASES))
+        raise ConfigError(f"unknown surface '{name}'; valid surfaces: {valid}")
+    return SURFACES[key]
+
+
+@dataclass(frozen=True)
+class RectPatch:
+    """An oriented rectangle of another surface, in world coordinates.
+
+    Attributes:
+        cx: centre x [m].
+        cy: centre y [m].
+        yaw: orientation of the long side [rad, CCW from +x].
+        length: extent along ``yaw`` [m].
+        width: extent across ``yaw`` [m].
+        mu: peak friction on the patch [-].
+        surface: surface name (for logs and rendering).
+    """
+
+    cx: float
+    cy: float
+    yaw: float
+    length: float
+    width: float
+    mu: float
+    surface: str = "ice"
+
+    def __post_init__(self) -> None:
+        if not (self.length > 0 and self.width > 0):
+            raise ConfigError(f"patch size must be positive, got {self.length} x {self.width} m")
+        if not 0.0 <= self.mu <= 3.0:
+            raise ConfigError(f"patch friction must be in [0, 3], got {self.mu}")
+
+
+@dataclass(frozen=True)
+class PatchBand:
+    """A patch as drawn along a path (the Frenet view of a group of :class:`RectPatch`).
+
+    Attributes:
+        s_start: arc length where it begins [m].
+        length: extent along the path [m].
+        d_min: lateral start, positive left [m].
+        d_max: lateral end [m].
+        surface: surface name.
+        mu: peak friction [-].
+    """
+
+    s_start: float
+    length: float
+    d_min: float
+    d_max: float
+    surface: str
+    mu: float
+
+
+@dataclass(frozen=True)
+class SurfaceLayout:
+    """The surfaces of one episode: a base surface and patches.
+
+    Attributes:
+        base: name of the base surface.
+        base_mu: peak friction of the base surface [-].
+        patches: rectangles of other surfaces; where patches overlap, the later one wins.
+        bands: the Frenet description the patches were made from (empty for hand-made layouts).
+    """
+
+    base: str = "asphalt"
+    base_mu: float = 1.0
+    patches: tuple[RectPatch, ...] = ()
+    bands: tuple[PatchBand, ...] = field(default_factory=tuple)
+
+    @staticmethod
+    def uniform(surface: str) -> SurfaceLayout:
+        """A layout with one surface everywhere."""
+        surf = get_surface(surface)
+        return SurfaceLayout(base=surf.name, base_mu=surf.mu)
+
+    def batch(
+        self, device: torch.device | str | None = None, dtype: torch.dtype = torch.float32
+    ) -> SurfaceBatch:
+        """This layout as a one-row :class:`SurfaceBatch` (broadcast to every car)."""
+        return SurfaceBatch.stack([self], device=device, dtype=dtype)
+
+    def friction_at(self, points: Tensor) -> Tensor:
+        """Peak friction at world points ``(N, Q, 2)`` -> ``(N, Q)`` (all rows use this layout)."""
+        return self.batch(points.device, points.dtype).friction_at(points)
+
+
+@dataclass(frozen=True)
+class SurfaceBatch:
+    """B surface layouts as padded tensors (a :class:`~gym_s3.tracks.friction.FrictionField`).
+
+    Attributes:
+        base_mu: ``(B,)`` base friction [-].
+        base_id: ``(B,)`` int64 index into :data:`SURFACE_NAMES` of the base surface.
+        rects: ``(B, P, 6)`` patch rectangles as ``[cx, cy, cos yaw, sin yaw, half length,
+            half width]`` [m]; padding rows have negative half sizes (contain nothing).
+        rect_mu: ``(B, P)`` patch friction [-].
+        rect_id: ``(B, P)`` int64 surface index of each patch.
+    """
+
+    base_mu: Tensor
+    base_id: Tensor
+    rects: Tensor
+    rect_mu: Tensor
+    rect_id: Tensor
+
+    @staticmethod
+    def stack(
+        layouts: Sequence[SurfaceLayout],
+        *,
+        max_patches: int | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> SurfaceBatch:
+        """Stack layouts into padded tensors with ``P = max_patches`` (default: the most used)."""
+        if not layouts:
+            raise ConfigError("SurfaceBatch.stack needs at least one layout")
+        p = max_patches if max_patches is not None else max(len(lay.patches) for lay in layouts)
+        p = max(p, 1)
+        b = len(layouts)
+        rects = np.zeros((b, p, 6))
+        rects[:, :, 2] = 1.0
+        rects[:, :, 4:] = -1.0  # padding: negative half sizes contain no point
+        mu = np.zeros((b, p))
+        rid = np.zeros((b, p), dtype=np.int64)
+        for i, lay in enumerate(layouts):
+            if len(lay.patches) > p:
+                raise ConfigError(f"layout {i} has {len(lay.patches)} patches, max_patches is {p}")
+            for j, r in enumerate(lay.patches):
+                rects[i, j] = (r.cx, r.cy, np.cos(r.yaw), np.sin(r.yaw), r.length / 2, r.width / 2)
+                mu[i, j] = r.mu
+                rid[i, j] = SURFACE_NAMES.index(get_surface(r.surface).name)
+        base_ids = [SURFACE_NAMES.index(get_surface(lay.base).name) for lay in layouts]
+        kw = {"device": device}
+        return SurfaceBatch(
+            base_mu=torch.tensor([lay.base_mu for lay in layouts], dtype=dtype, **kw),
+            base_id=torch.tensor(base_ids, dtype=torch.int64, **kw),
+            rects=torch.as_tensor(rects, dtype=dtype, **kw),
+            rect_mu=torch.as_tensor(mu, dtype=dtype, **kw),
+            rect_id=torch.as_tensor(rid, **kw),
+        )
+
+    @property
+    def num_layouts(self) -> int:
+        """Number of layouts B."""
+        return int(self.base_mu.shape[0])
+
+    def index(self, idx: Tensor) -> SurfaceBatch:
+        """Select layouts (e.g. one per car from a bank of layouts): ``idx`` ``(N,)`` int64."""
+        return SurfaceBatch(
+            self.base_mu[idx], self.base_id[idx], self.rects[idx], self.rect_mu[idx],
+            self.rect_id[idx],
+        )  # fmt: skip
+
+    def where(self, mask: Tensor, other: SurfaceBatch) -> SurfaceBatch:
+        """Row-wise ``mask ? other : self`` for equal-sized batches (sync-free partial reset)."""
+        m1 = mask[:, None]
+        return SurfaceBatch(
+            torch.where(mask, other.base_mu, self.base_mu),
+            torch.where(mask, other.base_id, self.base_id),
+            torch.where(mask[:, None, None], other.rects, self.rects),
+            torch.where(m1, other.rect_mu, self.rect_mu),
+            torch.where(m1, other.rect_id, self.rect_id),
+        )
+
+    def lookup(self, points: Tensor) -> tuple[Tensor, Tensor]:
+        """Friction and surface id at world points.
+
+        Args:
+            points: ``(N, Q, 2)`` world x, y [m]; ``N`` equals ``B`` or ``B == 1``.
+
+        Returns:
+            ``(mu, surface_id)``, each ``(N, Q)``: friction [-] (points dtype) and int64 index into
+            :data:`SURFACE_NAMES`. Where patches overlap, the one listed last wins.
+        """
+        r = self.rects.to(points.dtype)[:, None, :, :]  # (B, 1, P, 6)
+        rel_x = points[:, :, None, 0] - r[..., 0]
+        rel_y = points[:, :, None, 1] - r[..., 1]
+        along = rel_x * r[..., 2] + rel_y * r[..., 3]
+        across = -rel_x * r[..., 3] + rel_y * r[..., 2]
+        inside = (along.abs() <= r[..., 4]) & (across.abs() <= r[..., 5])  # (N, Q, P)
+        p = inside.shape[-1]
+        rank = torch.arange(1, p + 1, device=points.device)
+        best, arg = (inside * rank).max(dim=-1)  # last patch containing the point
+        hit = best > 0
+        n = points.shape[0]
+        rect_mu = self.rect_mu.to(points.dtype).expand(n, -1)
+        rect_id = self.rect_id.expand(n, -1)
+        mu_patch = rect_mu.gather(1, arg)
+        id_patch = rect_id.gather(1, arg)
+        base_mu = self.base_mu.to(points.dtype).expand(n)[:, None]
+        base_id = self.base_id.expand(n)[:, None]
+        return torch.where(hit, mu_patch, base_mu), torch.where(hit, id_patch, base_id)
+
+    def friction_at(self, points: Tensor) -> Tensor:
+        """Peak friction [-] at world points ``(N, Q, 2)`` -> ``(N, Q)``."""
+        return self.lookup(points)[0]
+
+
+@dataclass(frozen=True)
+class PatchConfig:
+    """How ice (or other) patches are drawn along a path for each episode.
+
+    Attributes:
+        count: inclusive range of the number of patches per episode.
+        length_m: range of patch length along the path [m].
+        coverage: range of the fraction of the road width a patch covers [-]; a patch touches one
+            edge, the other edge or sits in the middle with equal probability.
+        surface: surface of the patches.
+        piece_length_m: patches on curves are split into rectangles at most this long [m].
+        margin_m: distance kept free after the start of an open path [m].
+    """
+
+    count: tuple[int, int] = (0, 0)
+    length_m: tuple[float, float] = (8.0, 30.0)
+    coverage: tuple[float, float] = (0.4, 1.0)
+    surface: str = "ice"
+    piece_length_m: float = 4.0
+    margin_m: float = 30.0
+
+    def __post_init__(self) -> None:
+        lo, hi = self.count
+        if not 0 <= lo <= hi:
+            raise ConfigError(f"patch count range must satisfy 0 <= min <= max, got {self.count}")
+        if not 0 < self.length_m[0] <= self.length_m[1]:
+            raise ConfigError(f"patch length range must be positive and ordered: {self.length_m}")
+        if not 0 < self.coverage[0] <= self.coverage[1] <= 1.0:
+            raise ConfigError(f"patch coverage must be within (0, 1] and ordered: {self.coverage}")
+        get_surface(self.surface)
+
+
+@dataclass(frozen=True)
+class LayoutConfig:
+    """The per-episode surface distribution: base surfaces with weights, plus patches.
+
+    Attributes:
+        base: candidate base surfaces.
+        weights: sampling weights of ``base`` (uniform when empty).
+        patches: patch distribution.
+    """
+
+    base: tuple[str, ...] = ("asphalt",)
+    weights: tuple[float, ...] = ()
+    patches: PatchConfig = field(default_factory=PatchConfig)
+
+    def __post_init__(self) -> None:
+        if not self.base:
+            raise ConfigError("LayoutConfig.base needs at least one surface")
+        for name in self.base:
+            get_surface(name)
+        if self.weights and (len(self.weights) != len(self.base) or min(self.weights) < 0):
+            raise ConfigError("LayoutConfig.weights must be non-negative, one per base surface")
+
+
+def band_to_rects(path: ReferencePath, band: PatchBand, piece_length_m: float) -> list[RectPatch]:
+    """Split a Frenet band into world rectangles that follow the path."""
+    pieces = max(1, int(np.ceil(band.length / piece_length_m)))
+    edges = band.s_start + np.linspace(0.0, band.length, pieces + 1)
+    mids = torch.tensor(0.5 * (edges[:-1] + edges[1:]), dtype=torch.float64)
+    smp = path.to(dtype=torch.float64).sample(mids)
+    d_mid = 0.5 * (band.d_min + band.d_max)
+    rects = []
+    for i in range(pieces):
+        h = float(smp.heading[i])
+        k = float(smp.curvature[i])
+        seg = float(edges[i + 1] - edges[i])
+        # Outer edge of a curved band is longer than the centreline piece; small overlap hides
+        # the gaps between consecutive rectangles.
+        stretch = 1.0 + abs(k) * max(abs(band.d_min), abs(band.d_max))
+        rects.append(
+            RectPatch(
+                cx=float(smp.x[i]) - d_mid * np.sin(h),
+                cy=float(smp.y[i]) + d_mid * np.cos(h),
+                yaw=h,
+                length=seg * stretch + 0.2,
+                width=band.d_max - band.d_min,
+                mu=band.mu,
+                surface=band.surface,
+            )
+        )
+    return rects
+
+
+def sample_layout(
+    path: ReferencePath, config: LayoutConfig, rng: np.random.Generator
+) -> SurfaceLayout:
+    """Draw one episode's surface layout along ``path`` (deterministic for a seeded ``rng``)."""
+    probs = None
+    if config.weights:
+        w = np.asarray(config.weights, dtype=np.float64)
+        probs = w / w.sum()
+    base = get_surface(config.base[int(rng.choice(len(config.base), p=probs))])
+    pc = config.patches
+    count = int(rng.integers(pc.count[0], pc.count[1] + 1))
+    patch_surface = get_surface(pc.surface)
+    bands: list[PatchBand] = []
+    rects: list[RectPatch] = []
+    lo_s = 0.0 if path.closed else pc.margin_m
+    for _ in range(count):
+        length = float(rng.uniform(*pc.length_m))
+        hi_s = path.length - (0.0 if path.closed else length)
+        s0 = float(rng.uniform(lo_s, max(lo_s, hi_s)))
+        smp = path.sample(torch.tensor([s0 + length / 2], dtype=path.dtype))
+        w_left, w_right = float(smp.width_left[0]), float(smp.width_right[0])
+        width = (w_left + w_right) * float(rng.uniform(*pc.coverage))
+        side = int(rng.integers(0, 3))  # 0: right edge, 1: middle, 2: left edge
+        if side == 0:
+            d_min = -w_right
+        elif side == 2:
+            d_min = w_left - width
+        else:
+            d_min = 0.5 * (w_left - w_right) - width / 2
+        band = PatchBand(s0, length, d_min, d_min + width, patch_surface.name, patch_surface.mu)
+        bands.append(band)
+        rects.extend(band_to_rects(path, band, pc.piece_length_m))
+    return SurfaceLayout(base=base.name, base_mu=base.mu, patches=tuple(rects), bands=tuple(bands))
+
+
+def friction_along(
+    path: ReferencePath,
+    layouts: SurfaceBatch,
+    *,
+    lateral_offsets: Sequence[float] = (-1.0, 0.0, 1.0),
+) -> Tensor:
+    """Lowest friction across a strip around the centreline at every path sample.
+
+    Args:
+        path: the path (M samples).
+        layouts: B layouts.
+        lateral_offsets: offsets of the probe points from the centreline [m].
+
+    Returns:
+        ``(B, M)`` friction [-] at each sample: the minimum over the probe points, so a patch that
+        covers only part of the lane still slows the speed profile down.
+    """
+    p = path.to(dtype=layouts.rects.dtype, device=layouts.rects.device)
+    h = p.heading
+    normal = torch.stack([-torch.sin(h), torch.cos(h)], dim=-1)  # (M, 2)
+    offs = torch.as_tensor(lateral_offsets, dtype=p.dtype, device=p.device)
+    probes = p.xyz[None, :, :2] + offs[:, None, None] * normal[None]  # (K, M, 2)
+    flat = probes.reshape(1, -1, 2).expand(layouts.num_layouts, -1, -1)
+    mu = layouts.friction_at(flat).reshape(layouts.num_layouts, len(offs), -1)
+    return mu.min(dim=1).values
