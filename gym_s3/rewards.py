@@ -1,0 +1,100 @@
+"""Rewards as named, weighted terms built from :mod:`gym_s3.metrics`.
+
+``reward = sum_k weight_k * term_k``; every term is reported in the env's ``info`` so a user can see
+what the policy is paid for. Units of the raw terms: progress [m], cross-track error [m], heading
+error [rad], speed error [m/s], action change [1]; the failure penalty is paid once, on the step
+that terminates an episode by leaving the road, spinning out or a non-finite state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from gym_s3.errors import ConfigError
+from gym_s3.metrics import cross_track_error
+
+
+@dataclass(frozen=True)
+class RewardWeights:
+    """Weights of the reward terms (all non-negative; penalties are subtracted).
+
+    Attributes:
+        progress: reward per metre advanced along the reference [1/m].
+        cross_track: penalty per metre of cross-track error [1/m].
+        heading: penalty per radian of heading error [1/rad].
+        speed: penalty per m/s of speed-tracking error [s/m].
+        smoothness: penalty per unit of mean squared action change [1].
+        failure: one-off penalty when an episode terminates by failure [1].
+        alive: bonus per step survived [1].
+    """
+
+    progress: float = 0.1
+    cross_track: float = 0.15
+    heading: float = 0.3
+    speed: float = 0.02
+    smoothness: float = 0.3
+    failure: float = 5.0
+    alive: float = 0.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not (isinstance(value, int | float) and value >= 0.0):
+                raise ConfigError(f"reward weight '{f.name}' must be a number >= 0, got {value!r}")
+
+    @staticmethod
+    def from_dict(values: dict[str, Any]) -> RewardWeights:
+        """Build weights from a mapping; unknown names raise with the list of valid ones."""
+        valid = {f.name for f in fields(RewardWeights)}
+        unknown = sorted(set(values) - valid)
+        if unknown:
+            raise ConfigError(
+                f"unknown reward term(s) {unknown}; valid terms: {', '.join(sorted(valid))}"
+            )
+        return RewardWeights(**values)
+
+    def to_dict(self) -> dict[str, float]:
+        """The weights as a plain dict (for checkpoints and logs)."""
+        return asdict(self)
+
+
+def compute_reward(
+    weights: RewardWeights,
+    *,
+    advanced: Tensor,
+    lateral_offset: Tensor,
+    heading_err: Tensor,
+    speed_err: Tensor,
+    action_delta: Tensor,
+    failed: Tensor,
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """Reward of one step for every car.
+
+    Args:
+        weights: term weights.
+        advanced: ``(N,)`` distance progressed along the reference this step [m].
+        lateral_offset: ``(N,)`` signed cross-track error [m].
+        heading_err: ``(N,)`` heading error [rad].
+        speed_err: ``(N,)`` speed error [m/s].
+        action_delta: ``(N,)`` mean squared action change [1].
+        failed: ``(N,)`` bool, the episode terminated by failure this step.
+
+    Returns:
+        ``(reward, terms)``: reward ``(N,)`` and each weighted term ``(N,)`` by name (they sum to
+        the reward).
+    """
+    terms = {
+        "progress": weights.progress * advanced,
+        "cross_track": -weights.cross_track * cross_track_error(lateral_offset),
+        "heading": -weights.heading * heading_err.abs(),
+        "speed": -weights.speed * speed_err.abs(),
+        "smoothness": -weights.smoothness * action_delta,
+        "failure": -weights.failure * failed.to(advanced.dtype),
+        "alive": torch.full_like(advanced, weights.alive),
+    }
+    reward = torch.stack(list(terms.values())).sum(dim=0)
+    return reward, terms

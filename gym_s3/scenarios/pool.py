@@ -1,0 +1,262 @@
+"""The scenario pool: what a car is asked to track in an episode.
+
+* A **variant** is a path from the :class:`~gym_s3.scenarios.bank.PathBank` with one surface
+  layout and the friction-aware target-speed profile computed for that layout.
+* A **scenario** is a variant plus a start position and the labels of the driving that follows
+  it (over ``horizon_s`` seconds of the target profile).
+
+Everything is precomputed when the pool is built, so drawing an episode is an index lookup and
+thousands of cars can reset in one tensor operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from gym_s3.errors import ConfigError
+from gym_s3.scenarios.bank import PathBank
+from gym_s3.scenarios.labels import LABELS, LabelThresholds, label_mask, label_windows
+from gym_s3.tracks.path import ReferencePath
+from gym_s3.tracks.speed_profile import SpeedProfileConfig, speed_profile
+from gym_s3.tracks.surfaces import SurfaceBatch, SurfaceLayout, friction_along
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """How scenarios are cut from variants.
+
+    Attributes:
+        start_spacing_m: distance between candidate start positions along a path [m].
+        end_margin_m: on open routes, no start closer than this to the end [m].
+        horizon_s: duration of target-profile driving used to label a scenario [s].
+        speed: target-speed profile limits.
+        thresholds: label thresholds.
+    """
+
+    start_spacing_m: float = 25.0
+    end_margin_m: float = 100.0
+    horizon_s: float = 20.0
+    speed: SpeedProfileConfig = field(default_factory=SpeedProfileConfig)
+    thresholds: LabelThresholds = field(default_factory=LabelThresholds)
+
+    def __post_init__(self) -> None:
+        if self.start_spacing_m <= 0 or self.horizon_s <= 0:
+            raise ConfigError("start_spacing_m and horizon_s must be positive")
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioPool:
+    """Precomputed variants and scenarios on one device.
+
+    Attributes:
+        bank: the paths.
+        layouts: the V surface layouts, one per variant.
+        surfaces: the same layouts as a :class:`SurfaceBatch` of V rows.
+        variant_path: ``(V,)`` int64 path of each variant.
+        speed: ``(V, M)`` target speed at each sample of the variant's path [m/s].
+        scenario_variant: ``(S,)`` int64 variant of each scenario.
+        scenario_start: ``(S,)`` start arc length [m].
+        scenario_labels: ``(S,)`` int64 label bitmask over :data:`LABELS`.
+    """
+
+    bank: PathBank
+    layouts: tuple[SurfaceLayout, ...]
+    surfaces: SurfaceBatch
+    variant_path: Tensor
+    speed: Tensor
+    scenario_variant: Tensor
+    scenario_start: Tensor
+    scenario_labels: Tensor
+
+    # ------------------------------------------------------------------ construction
+    @staticmethod
+    def build(
+        paths: Sequence[ReferencePath],
+        layouts: Sequence[Sequence[SurfaceLayout]],
+        config: PoolConfig = PoolConfig(),
+        *,
+        starts: Sequence[Sequence[float]] | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.float32,
+        max_patches: int | None = None,
+    ) -> ScenarioPool:
+        """Build a pool.
+
+        Args:
+            paths: the K reference paths.
+            layouts: for each path, the surface layouts of its variants (at least one).
+            config: start spacing, label horizon, speed limits.
+            starts: optional explicit start positions per path [m] (default: every
+                ``start_spacing_m``).
+            device: device of the pool tensors.
+            dtype: float dtype of the pool tensors.
+            max_patches: pad the surface batch to this many patches (default: the most used).
+        """
+        if len(paths) != len(layouts):
+            raise ConfigError("ScenarioPool.build needs one list of layouts per path")
+        bank = PathBank.from_paths(paths, device=device, dtype=dtype)
+        m = bank.xyz.shape[1]
+        flat_layouts: list[SurfaceLayout] = []
+        variant_path: list[int] = []
+        speeds: list[Tensor] = []
+        for k, (path, lays) in enumerate(zip(paths, layouts, strict=True)):
+            if not lays:
+                raise ConfigError(f"path '{path.name}' has no surface layout")
+            batch = SurfaceBatch.stack(list(lays), dtype=torch.float64)
+            mu = friction_along(path, batch)
+            v = speed_profile(path, mu, config.speed)  # (L, M_k)
+            pad = m - v.shape[1]
+            if pad:
+                v = torch.cat([v, v[:, -1:].expand(-1, pad)], dim=1)
+            speeds.append(v)
+            flat_layouts += list(lays)
+            variant_path += [k] * len(lays)
+        speed = torch.cat(speeds).to(device=device, dtype=dtype)
+        surfaces = SurfaceBatch.stack(
+            flat_layouts, max_patches=max_patches, device=device, dtype=dtype
+        )
+        vpath = torch.tensor(variant_path, device=device)
+        s_var, s_start = _cut_scenarios(paths, vpath.cpu(), config, starts)
+        pool = ScenarioPool(
+            bank=bank,
+            layouts=tuple(flat_layouts),
+            surfaces=surfaces,
+            variant_path=vpath,
+            speed=speed,
+            scenario_variant=s_var.to(device),
+            scenario_start=s_start.to(device=device, dtype=dtype),
+            scenario_labels=torch.zeros(len(s_var), dtype=torch.int64, device=device),
+        )
+        labels = pool._label_scenarios(paths, config)
+        return ScenarioPool(**{**pool.__dict__, "scenario_labels": labels})
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def num_scenarios(self) -> int:
+        """Number of scenarios S."""
+        return int(self.scenario_variant.shape[0])
+
+    @property
+    def num_variants(self) -> int:
+        """Number of variants V."""
+        return int(self.variant_path.shape[0])
+
+    def target_speed(self, variant: Tensor, s: Tensor) -> Tensor:
+        """Target speed [m/s] of each row's variant at arc lengths ``s`` ``(N,)`` or ``(N, J)``."""
+        pid = self.variant_path[variant]
+        s = self.bank.wrap_s(pid, s.to(self.speed.dtype))
+        ds = self.bank.ds[pid] if s.ndim == 1 else self.bank.ds[pid][:, None]
+        idx = self.bank._wrap_index(pid, torch.floor(s / ds).to(torch.int64))
+        nxt = self.bank._wrap_index(pid, idx + 1)
+        frac = ((s - idx.to(s.dtype) * ds) / ds).clamp(0.0, 1.0)
+        rows = variant if idx.ndim == 1 else variant[:, None].expand_as(idx)
+        a = self.speed[rows, idx]
+        return a + frac * (self.speed[rows, nxt] - a)
+
+    def filter(self, labels: Sequence[str] | None = None, *, match: str = "any") -> ScenarioPool:
+        """The pool restricted to scenarios with ``any`` (or ``all``) of ``labels``.
+
+        Raises:
+            ConfigError: for unknown labels or when no scenario matches (the message lists how
+                many scenarios carry each label).
+        """
+        if not labels:
+            return self
+        mask = label_mask(labels)
+        if match == "any":
+            keep = (self.scenario_labels & mask) != 0
+        elif match == "all":
+            keep = (self.scenario_labels & mask) == mask
+        else:
+            raise ConfigError(f"match must be 'any' or 'all', got '{match}'")
+        if not bool(keep.any()):
+            raise ConfigError(
+                f"no scenario in the pool has {match} of the labels {list(labels)}; "
+                f"scenarios per label: {self.label_counts()}"
+            )
+        return ScenarioPool(
+            **{
+                **self.__dict__,
+                "scenario_variant": self.scenario_variant[keep],
+                "scenario_start": self.scenario_start[keep],
+                "scenario_labels": self.scenario_labels[keep],
+            }
+        )
+
+    def label_counts(self) -> dict[str, int]:
+        """Number of scenarios carrying each label."""
+        return {name: int(((self.scenario_labels >> i) & 1).sum()) for i, name in enumerate(LABELS)}
+
+    def sample(self, n: int, generator: torch.Generator) -> Tensor:
+        """``n`` scenario ids drawn uniformly (``(n,)`` int64 on the pool device)."""
+        ids = torch.randint(0, self.num_scenarios, (n,), generator=generator, device="cpu")
+        return ids.to(self.scenario_variant.device)
+
+    # ------------------------------------------------------------------ labelling
+    def _label_scenarios(self, paths: Sequence[ReferencePath], config: PoolConfig) -> Tensor:
+        """Label every scenario from the target profile over the next ``horizon_s`` seconds."""
+        out = []
+        ds_min = float(self.bank.ds.min())
+        horizon_m = config.horizon_s * config.speed.v_max
+        steps = int(horizon_m / ds_min) + 1
+        offsets = torch.arange(steps, device=self.speed.device, dtype=self.speed.dtype)
+        intersection_paths = torch.tensor(
+            ["intersection" in p.labels for p in paths], device=self.speed.device
+        )
+        for start in range(0, self.num_scenarios, 512):
+            var = self.scenario_variant[start : start + 512]
+            pid = self.variant_path[var]
+            s = (
+                self.scenario_start[start : start + 512, None]
+                + offsets[None] * self.bank.ds[pid][:, None]
+            )
+            v = self.target_speed(var, s)
+            dt = self.bank.ds[pid][:, None] / v.clamp(min=0.5)
+            t = torch.cumsum(dt, dim=1) - dt
+            valid = t <= config.horizon_s
+            valid &= self.bank.closed[pid][:, None] | (s <= self.bank.length[pid][:, None])
+            smp = self.bank.sample(pid, s)
+            v_next = torch.roll(v, -1, dims=1)
+            accel = (v_next.square() - v.square()) / (2.0 * self.bank.ds[pid][:, None])
+            accel[:, -1] = 0.0
+            xy = torch.stack([smp.x, smp.y], dim=-1)
+            mu = self.surfaces.index(var).friction_at(xy)
+            inter = intersection_paths[pid][:, None] & (smp.curvature.abs() > 1.0 / 40.0)
+            out.append(
+                label_windows(
+                    v,
+                    accel,
+                    smp.curvature,
+                    mu,
+                    intersection=inter,
+                    valid=valid,
+                    thresholds=config.thresholds,
+                )  # fmt: skip
+            )
+        return torch.cat(out)
+
+
+def _cut_scenarios(
+    paths: Sequence[ReferencePath],
+    variant_path: Tensor,
+    config: PoolConfig,
+    starts: Sequence[Sequence[float]] | None,
+) -> tuple[Tensor, Tensor]:
+    """Scenario (variant, start) pairs: every variant times every start of its path."""
+    per_path: list[list[float]] = []
+    for k, path in enumerate(paths):
+        if starts is not None:
+            per_path.append([float(x) for x in starts[k]])
+            continue
+        end = path.length if path.closed else max(path.length - config.end_margin_m, 0.0)
+        n = max(1, int(end // config.start_spacing_m))
+        per_path.append([i * config.start_spacing_m for i in range(n)])
+    variants, s0 = [], []
+    for v, pid in enumerate(variant_path.tolist()):
+        variants += [v] * len(per_path[pid])
+        s0 += per_path[pid]
+    return torch.tensor(variants, dtype=torch.int64), torch.tensor(s0, dtype=torch.float64)

@@ -1,0 +1,323 @@
+"""The reference-tracking task shared by ``S3Distilled-v0`` and ``S3BeamNG-v0``.
+
+The two environments differ only in where the next :class:`~gym_s3.observations.EgoState` comes
+from (a dynamics backend or simulator sensors). Everything else — drawing a scenario, placing the
+car, Frenet projection, observation, reward terms, termination and truncation, episode
+statistics — lives here, batched over N cars and free of host synchronisation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from gym_s3 import metrics
+from gym_s3.errors import ConfigError
+from gym_s3.observations import EgoState, build_observation
+from gym_s3.rewards import RewardWeights, compute_reward
+from gym_s3.scenarios.pool import ScenarioPool
+from gym_s3.spec import LOOKAHEAD_M, OBS_MODES, ObsMode
+from gym_s3.tracks.surfaces import SurfaceBatch
+
+#: Body-frame wheel contact points (x forward, y left) [m] of the project's mid-size sedan,
+#: ordered FL, FR, RL, RR (l_f = 1.20 m, l_r = 1.60 m, track 1.58 m).
+SEDAN_WHEEL_OFFSETS: tuple[tuple[float, float], ...] = (
+    (1.20, 0.79),
+    (1.20, -0.79),
+    (-1.60, 0.79),
+    (-1.60, -0.79),
+)
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """Episode, termination and start-state settings of the tracking task.
+
+    Attributes:
+        obs_mode: ``"default"`` or ``"oracle"`` (adds the friction under each wheel).
+        max_episode_steps: steps before truncation (20 Hz, so 400 = 20 s).
+        reward: reward term weights.
+        off_track_margin_m: a car whose centre is this far beyond a road edge has left the road [m].
+        spin_heading_rad: heading error that counts as a spin-out [rad].
+        start_lateral_m: start lateral offset drawn from ``U(-x, x)`` [m].
+        start_heading_rad: start heading error drawn from ``U(-x, x)`` [rad].
+        start_speed_fraction: start speed as a fraction of the target speed, ``U(lo, hi)``.
+        complete_margin_m: an open route is completed this close to its end [m].
+        window: Frenet search half-window [samples]; must cover one step of travel.
+    """
+
+    obs_mode: ObsMode = "default"
+    max_episode_steps: int = 400
+    reward: RewardWeights = field(default_factory=RewardWeights)
+    off_track_margin_m: float = 1.0
+    spin_heading_rad: float = 1.75
+    start_lateral_m: float = 0.5
+    start_heading_rad: float = 0.05
+    start_speed_fraction: tuple[float, float] = (0.6, 1.0)
+    complete_margin_m: float = 2.0
+    window: int = 12
+
+    def __post_init__(self) -> None:
+        if self.obs_mode not in OBS_MODES:
+            raise ConfigError(f"unknown obs_mode '{self.obs_mode}'; valid: {', '.join(OBS_MODES)}")
+        if self.max_episode_steps < 1:
+            raise ConfigError(f"max_episode_steps must be >= 1, got {self.max_episode_steps}")
+        lo, hi = self.start_speed_fraction
+        if not 0.0 <= lo <= hi:
+            raise ConfigError(f"start_speed_fraction must satisfy 0 <= lo <= hi, got {lo}, {hi}")
+
+
+@dataclass(frozen=True)
+class StartPose:
+    """Where each car starts an episode; every field ``(N,)``.
+
+    Attributes:
+        x: world x [m].
+        y: world y [m].
+        z: elevation [m].
+        yaw: heading [rad].
+        speed: forward speed [m/s].
+    """
+
+    x: Tensor
+    y: Tensor
+    z: Tensor
+    yaw: Tensor
+    speed: Tensor
+
+
+@dataclass(frozen=True)
+class TaskStep:
+    """What one task step returns; tensors have leading dimension N.
+
+    Attributes:
+        obs: ``(N, F)`` float32 observation.
+        reward: ``(N,)`` float32 reward.
+        terminated: ``(N,)`` bool: off road, spin-out, non-finite state or route completed.
+        truncated: ``(N,)`` bool: time limit reached (never together with ``terminated``).
+        info: per-car diagnostics ``(N,)``: reward terms (``reward/<term>``), tracking errors,
+            termination reasons and ``episode/<metric>`` summaries (valid where done).
+    """
+
+    obs: Tensor
+    reward: Tensor
+    terminated: Tensor
+    truncated: Tensor
+    info: dict[str, Tensor]
+
+
+class TrackingTask:
+    """Per-car scenario state and the task logic of N cars.
+
+    Args:
+        pool: scenarios to draw from.
+        num_envs: number of cars N.
+        config: task settings.
+        wheel_offsets: ``(4, 2)`` body-frame wheel contact points [m] (FL, FR, RL, RR).
+        device: device of every per-car tensor (the pool must be on it too).
+    """
+
+    def __init__(
+        self,
+        pool: ScenarioPool,
+        num_envs: int,
+        config: TaskConfig = TaskConfig(),
+        *,
+        wheel_offsets: tuple[tuple[float, float], ...] = SEDAN_WHEEL_OFFSETS,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        if num_envs < 1:
+            raise ConfigError(f"num_envs must be >= 1, got {num_envs}")
+        self.pool = pool
+        self.n = num_envs
+        self.config = config
+        self.device = torch.device(device)
+        dtype = pool.speed.dtype
+        self.dtype = dtype
+        self.wheel_offsets = torch.tensor(wheel_offsets, dtype=dtype, device=self.device)
+        z = torch.zeros(num_envs, dtype=dtype, device=self.device)
+        zi = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        self.scenario = zi.clone()
+        self.variant = pool.scenario_variant[zi]
+        self.pid = pool.variant_path[self.variant]
+        self.hint = zi.clone()
+        self.s = z.clone()
+        self.steps = zi.clone()
+        self.prev_action = torch.zeros(num_envs, 2, dtype=dtype, device=self.device)
+        self.surfaces: SurfaceBatch = pool.surfaces.index(self.variant)
+        self.stats = metrics.EpisodeStats.zeros(num_envs, self.device, dtype)
+        self.lookahead = torch.tensor(LOOKAHEAD_M, dtype=dtype, device=self.device)
+
+    # ------------------------------------------------------------------ helpers
+    def wheel_points(self, ego: EgoState) -> Tensor:
+        """``(N, 4, 2)`` world positions of the wheel contact points [m]."""
+        c, s = torch.cos(ego.yaw)[:, None], torch.sin(ego.yaw)[:, None]
+        ox, oy = self.wheel_offsets[:, 0], self.wheel_offsets[:, 1]
+        return torch.stack([ego.x[:, None] + ox * c - oy * s, ego.y[:, None] + ox * s + oy * c], -1)
+
+    def wheel_friction(self, ego: EgoState) -> Tensor:
+        """``(N, 4)`` peak friction under each wheel from each car's surface layout [-]."""
+        return self.surfaces.friction_at(self.wheel_points(ego).to(self.dtype))
+
+    # ------------------------------------------------------------------ reset
+    def reset(
+        self, mask: Tensor, generator: torch.Generator, scenario: Tensor | None = None
+    ) -> StartPose:
+        """Draw new scenarios for the cars in ``mask`` and return every car's start pose.
+
+        Rows outside ``mask`` keep their scenario and bookkeeping; their returned pose is the
+        start pose of their current scenario and should be ignored by the caller.
+
+        Args:
+            mask: ``(N,)`` bool, cars to reset.
+            generator: CPU generator that draws scenarios and start noise (seeded by the env).
+            scenario: optional ``(N,)`` scenario ids to use instead of random draws.
+        """
+        n = self.n
+        new = self.pool.sample(n, generator) if scenario is None else scenario.to(self.device)
+        self.scenario = torch.where(mask, new, self.scenario)
+        self.variant = self.pool.scenario_variant[self.scenario]
+        self.pid = self.pool.variant_path[self.variant]
+        self.surfaces = self.surfaces.where(mask, self.pool.surfaces.index(self.variant))
+        s0 = self.pool.scenario_start[self.scenario]
+        cfg = self.config
+
+        def uniform(lo: float, hi: float) -> Tensor:
+            u = torch.rand(n, generator=generator, dtype=torch.float64)
+            return (lo + (hi - lo) * u).to(device=self.device, dtype=self.dtype)
+
+        lateral = uniform(-cfg.start_lateral_m, cfg.start_lateral_m)
+        dyaw = uniform(-cfg.start_heading_rad, cfg.start_heading_rad)
+        frac = uniform(*cfg.start_speed_fraction)
+        smp = self.pool.bank.sample(self.pid, s0)
+        start_idx = torch.floor(self.pool.bank.wrap_s(self.pid, s0) / self.pool.bank.ds[self.pid])
+        self.hint = torch.where(mask, start_idx.to(torch.int64), self.hint)
+        self.s = torch.where(mask, s0, self.s)
+        self.steps = torch.where(mask, torch.zeros_like(self.steps), self.steps)
+        self.prev_action = torch.where(
+            mask[:, None], torch.zeros_like(self.prev_action), self.prev_action
+        )
+        self.stats.reset(mask)
+        return StartPose(
+            x=smp.x - lateral * torch.sin(smp.heading),
+            y=smp.y + lateral * torch.cos(smp.heading),
+            z=smp.z,
+            yaw=smp.heading + dyaw,
+            speed=frac * self.pool.target_speed(self.variant, s0),
+        )
+
+    # ------------------------------------------------------------------ observation and step
+    def _observe(self, ego: EgoState, frenet, v_ref: Tensor, wheel_mu: Tensor | None) -> Tensor:
+        look_s = frenet.s[:, None] + self.lookahead[None, :]
+        smp = self.pool.bank.sample(self.pid, look_s)
+        look_v = self.pool.target_speed(self.variant, look_s)
+        return build_observation(
+            ego,
+            cross_track=frenet.d,
+            heading_err=metrics.heading_error(ego.yaw, frenet.heading),
+            speed_err=metrics.speed_error(ego.v_long, v_ref),
+            prev_action=self.prev_action,
+            lookahead_x=smp.x,
+            lookahead_y=smp.y,
+            lookahead_v=look_v,
+            wheel_mu=wheel_mu,
+            mode=self.config.obs_mode,
+        )
+
+    def observe(self, ego: EgoState, wheel_mu: Tensor | None = None) -> Tensor:
+        """Observation of every car without advancing the task (used right after a reset)."""
+        ego = _sanitize(ego)
+        fr = self.pool.bank.project(self.pid, ego.xy, self.hint, window=self.config.window)
+        self.hint = fr.index
+        v_ref = self.pool.target_speed(self.variant, fr.s)
+        if wheel_mu is None and self.config.obs_mode == "oracle":
+            wheel_mu = self.wheel_friction(ego)
+        return self._observe(ego, fr, v_ref, wheel_mu)
+
+    def step(
+        self,
+        ego: EgoState,
+        action: Tensor,
+        *,
+        fault: Tensor | None = None,
+        wheel_mu: Tensor | None = None,
+    ) -> TaskStep:
+        """Advance the task by one control step of every car.
+
+        Args:
+            ego: the cars' state after the step.
+            action: ``(N, 2)`` the (validated, clipped) action that was applied.
+            fault: ``(N,)`` bool, the simulator flagged the car (non-finite or runaway state).
+            wheel_mu: ``(N, 4)`` friction under the wheels after the step (computed from the
+                layout when omitted).
+        """
+        cfg = self.config
+        finite = ego.is_finite()
+        bad = ~finite if fault is None else (~finite | fault.to(self.device))
+        ego = _sanitize(ego)
+        if wheel_mu is None:
+            wheel_mu = self.wheel_friction(ego)
+        fr = self.pool.bank.project(self.pid, ego.xy, self.hint, window=cfg.window)
+        self.hint = fr.index
+        length = self.pool.bank.length[self.pid]
+        closed = self.pool.bank.closed[self.pid]
+        advanced = metrics.progress(self.s, fr.s, length, closed)
+        self.s = fr.s
+        v_ref = self.pool.target_speed(self.variant, fr.s)
+        herr = metrics.heading_error(ego.yaw, fr.heading)
+        serr = metrics.speed_error(ego.v_long, v_ref)
+        off = metrics.off_track(fr.d, fr.width_left, fr.width_right, cfg.off_track_margin_m)
+        spin = herr.abs() > cfg.spin_heading_rad
+        completed = ~closed & (fr.s >= length - cfg.complete_margin_m)
+        failed = off | spin | bad
+        terminated = failed | completed
+        self.steps = self.steps + 1
+        truncated = (self.steps >= cfg.max_episode_steps) & ~terminated
+        action = action.to(self.dtype)
+        delta = metrics.action_change(action, self.prev_action)
+        reward, terms = compute_reward(
+            cfg.reward,
+            advanced=advanced,
+            lateral_offset=fr.d,
+            heading_err=herr,
+            speed_err=serr,
+            action_delta=delta,
+            failed=failed,
+        )
+        reward = torch.where(bad, torch.full_like(reward, -cfg.reward.failure), reward)
+        self.stats.update(
+            lateral_offset=fr.d,
+            heading_err=herr,
+            speed_err=serr,
+            action_delta=delta,
+            advanced=advanced,
+            is_off_track=off,
+        )
+        self.prev_action = action
+        obs = self._observe(ego, fr, v_ref, wheel_mu if cfg.obs_mode == "oracle" else None)
+        info: dict[str, Tensor] = {f"reward/{k}": v for k, v in terms.items()}
+        info.update(
+            cross_track_error=fr.d,
+            heading_error=herr,
+            speed_error=serr,
+            target_speed=v_ref,
+            s=fr.s,
+            scenario=self.scenario.clone(),
+            off_track=off,
+            spin_out=spin,
+            non_finite=bad,
+            completed=completed,
+            wheel_mu=wheel_mu,
+        )
+        summary = self.stats.summary()
+        summary["completion"] = metrics.completion(self.stats.progress, length)
+        info.update({f"episode/{k}": v for k, v in summary.items()})
+        return TaskStep(obs, reward.to(torch.float32), terminated, truncated, info)
+
+
+def _sanitize(ego: EgoState) -> EgoState:
+    """Replace non-finite fields by zeros so projections and observations stay finite."""
+    return EgoState(*(torch.nan_to_num(t, nan=0.0, posinf=0.0, neginf=0.0) for t in (
+        ego.x, ego.y, ego.yaw, ego.v_long, ego.v_lat, ego.yaw_rate)))  # fmt: skip
