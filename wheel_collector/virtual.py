@@ -36,6 +36,31 @@ _INT16_MAX = 32767
 _INT16_MIN = -32768
 
 
+class _VirtualJoystickDesc(ctypes.Structure):
+    """``SDL_VirtualJoystickDesc`` of SDL 2.24+ (``SDL_VIRTUAL_JOYSTICK_DESC_VERSION`` 1)."""
+
+    _fields_ = [
+        ("version", ctypes.c_uint16),
+        ("type", ctypes.c_uint16),
+        ("naxes", ctypes.c_uint16),
+        ("nbuttons", ctypes.c_uint16),
+        ("nhats", ctypes.c_uint16),
+        ("vendor_id", ctypes.c_uint16),
+        ("product_id", ctypes.c_uint16),
+        ("padding", ctypes.c_uint16),
+        ("button_mask", ctypes.c_uint32),
+        ("axis_mask", ctypes.c_uint32),
+        ("name", ctypes.c_char_p),
+        ("userdata", ctypes.c_void_p),
+        ("Update", ctypes.c_void_p),
+        ("SetPlayerIndex", ctypes.c_void_p),
+        ("Rumble", ctypes.c_void_p),
+        ("RumbleTriggers", ctypes.c_void_p),
+        ("SetLED", ctypes.c_void_p),
+        ("SendEffect", ctypes.c_void_p),
+    ]
+
+
 def find_sdl_library() -> Path:
     """Return the path of the SDL2 library bundled with the installed pygame.
 
@@ -95,6 +120,8 @@ def _load_sdl() -> ctypes.CDLL:
         "SDL_WasInit": (ctypes.c_uint32, [ctypes.c_uint32]),
         "SDL_GetError": (ctypes.c_char_p, []),
     }
+    if hasattr(lib, "SDL_JoystickAttachVirtualEx"):  # SDL >= 2.24
+        prototypes["SDL_JoystickAttachVirtualEx"] = (i32, [ctypes.POINTER(_VirtualJoystickDesc)])
     for name, (restype, argtypes) in prototypes.items():
         function = getattr(lib, name)
         function.restype = restype
@@ -112,6 +139,9 @@ class VirtualWheel:
         rest_axes: axis -> raw value [-1, 1] set right after attaching (e.g. released pedals at
             +1 for Logitech layouts); other axes rest at 0.
         profile: layout used by :meth:`set_controls`; :data:`GENERIC` by default.
+        name: device name reported to pygame (SDL 2.24+); ``"Virtual Wheel"`` by default.
+        vendor_id: USB vendor id put into the SDL GUID (SDL 2.24+), e.g. ``0x046D`` Logitech.
+        product_id: USB product id put into the SDL GUID (SDL 2.24+), e.g. ``0xC24F`` G29.
     """
 
     def __init__(
@@ -122,6 +152,9 @@ class VirtualWheel:
         num_hats: int = 1,
         rest_axes: Mapping[int, float] | None = None,
         profile: WheelProfile = GENERIC,
+        name: str | None = None,
+        vendor_id: int = 0,
+        product_id: int = 0,
     ) -> None:
         if num_axes < 1 or num_buttons < 0 or num_hats < 0:
             raise ConfigError(
@@ -133,6 +166,9 @@ class VirtualWheel:
         for axis in self.rest_axes:
             self._check_index("axis", axis, num_axes)
         self.profile = profile
+        if not (0 <= vendor_id <= 0xFFFF and 0 <= product_id <= 0xFFFF):
+            raise ConfigError(f"USB ids must fit 16 bits, got {vendor_id:#x}:{product_id:#x}")
+        self.name, self.vendor_id, self.product_id = name, vendor_id, product_id
         self._lib: ctypes.CDLL | None = None
         self._handle: int | None = None
         self._instance_id: int | None = None
@@ -175,9 +211,7 @@ class VirtualWheel:
                 f"the SDL2 library {find_sdl_library()} is not the one pygame runs (its joystick "
                 f"subsystem is not initialised); set {SDL_LIBRARY_ENV} to pygame's libSDL2"
             )
-        index = lib.SDL_JoystickAttachVirtual(
-            _SDL_JOYSTICK_TYPE_WHEEL, self.num_axes, self.num_buttons, self.num_hats
-        )
+        index = self._attach(lib)
         if index < 0:
             raise ConfigError(f"SDL_JoystickAttachVirtual failed: {self._sdl_error()}")
         handle = lib.SDL_JoystickOpen(index)
@@ -190,6 +224,28 @@ class VirtualWheel:
             lib.SDL_JoystickSetVirtualAxis(handle, axis, self._to_int16(value))
         lib.SDL_JoystickUpdate()
         return index
+
+    def _attach(self, lib: ctypes.CDLL) -> int:
+        """Call the SDL attach function (the extended one when a name or USB ids are given)."""
+        if self.name is None and not self.vendor_id and not self.product_id:
+            return lib.SDL_JoystickAttachVirtual(
+                _SDL_JOYSTICK_TYPE_WHEEL, self.num_axes, self.num_buttons, self.num_hats
+            )
+        if not hasattr(lib, "SDL_JoystickAttachVirtualEx"):
+            raise MissingDependencyError(
+                "a virtual wheel with a custom name or USB ids needs SDL >= 2.24; upgrade pygame"
+            )
+        desc = _VirtualJoystickDesc(
+            version=1,
+            type=_SDL_JOYSTICK_TYPE_WHEEL,
+            naxes=self.num_axes,
+            nbuttons=self.num_buttons,
+            nhats=self.num_hats,
+            vendor_id=self.vendor_id,
+            product_id=self.product_id,
+            name=(self.name or "Virtual Wheel").encode(),
+        )
+        return lib.SDL_JoystickAttachVirtualEx(ctypes.byref(desc))
 
     def detach(self) -> None:
         """Unplug the wheel (pygame then reports ``JOYDEVICEREMOVED``); no-op when detached."""
