@@ -1,0 +1,154 @@
+"""BeamNG's wire framing: a 4-byte big-endian length, then one msgpack map.
+
+This is the framing the real ``beamngpy`` client speaks on the game-engine (GE) socket and on every
+per-vehicle socket (see ``shared/reference/beamngpy-protocol.md`` §2). The client packs with
+``use_bin_type=True`` and unpacks with ``raw=False, strict_map_key=False``; the same settings are
+used here. Everything sent goes through :func:`to_wire` first, so numpy and torch scalars or arrays
+(and tuples) arrive as plain msgpack numbers and arrays.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+import msgpack
+
+from gym_s3.errors import S3Error
+
+#: bytes of the length prefix (``struct`` format ``"!I"``)
+HEADER_BYTES = 4
+#: largest frame body the stand-in accepts [bytes]; a longer length prefix closes the connection.
+#: A scenario prefab with long roads is well under 1 MiB, so 16 MiB only stops garbage.
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+#: protocol version string the beamngpy 1.36 client requires in every ``Hello`` reply
+PROTOCOL_VERSION = "v1.27"
+
+_HEADER = struct.Struct("!I")
+_RECV_CHUNK = 1 << 16
+
+
+class FrameError(S3Error, ValueError):
+    """A frame broke BeamNG's framing (bad length prefix, truncated body, or not a msgpack map)."""
+
+
+def to_wire(obj: Any) -> Any:
+    """Convert ``obj`` recursively into types msgpack packs the way BeamNG's server does.
+
+    numpy / torch scalars become Python numbers, arrays and tensors become (nested) lists, tuples
+    become lists, and mapping keys are kept as they are (msgpack allows int keys).
+
+    Args:
+        obj: any nesting of dicts, lists, tuples, numbers, strings, ``None``, numpy values or
+            torch tensors.
+
+    Returns:
+        The same structure built only from ``dict``, ``list``, ``str``, ``bytes``, ``int``,
+        ``float``, ``bool`` and ``None``.
+    """
+    if obj is None or isinstance(obj, (str, bytes, bool, int, float)):
+        return obj
+    if isinstance(obj, Mapping):
+        return {key: to_wire(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_wire(value) for value in obj]
+    tolist = getattr(obj, "tolist", None)  # numpy arrays/scalars and torch tensors
+    if callable(tolist):
+        return to_wire(tolist())
+    raise TypeError(
+        f"cannot send a {type(obj).__name__} over the BeamNG protocol; convert it to numbers, "
+        "strings, lists or dicts first"
+    )
+
+
+def encode_frame(message: Mapping[str, Any]) -> bytes:
+    """Pack one message as a complete frame (length prefix + msgpack body).
+
+    Args:
+        message: the map to send; converted with :func:`to_wire`.
+
+    Returns:
+        The bytes to write to the socket.
+    """
+    body = msgpack.packb(to_wire(message), use_bin_type=True)
+    return _HEADER.pack(len(body)) + body
+
+
+def decode_body(body: bytes) -> dict[str, Any]:
+    """Unpack one frame body into a message map.
+
+    Args:
+        body: the bytes after the length prefix.
+
+    Returns:
+        The decoded map.
+
+    Raises:
+        FrameError: the bytes are not msgpack, or not a single map.
+    """
+    try:
+        message = msgpack.unpackb(body, raw=False, strict_map_key=False)
+    except (ValueError, msgpack.UnpackException) as exc:  # ExtraData, FormatError, StackError...
+        raise FrameError(f"frame body is not valid msgpack ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(message, dict):
+        raise FrameError(f"frame body is a msgpack {type(message).__name__}, expected a map")
+    return message
+
+
+def _recv_exactly(sock: socket.socket, length: int, *, at_boundary: bool) -> bytes | None:
+    """Read exactly ``length`` bytes; ``None`` on a clean EOF before the first byte of a frame."""
+    chunks: list[bytes] = []
+    remaining = length
+    while remaining:
+        chunk = sock.recv(min(_RECV_CHUNK, remaining))
+        if not chunk:
+            if at_boundary and remaining == length:
+                return None
+            raise FrameError(
+                f"connection closed in the middle of a frame ({length - remaining} of {length} "
+                "bytes received)"
+            )
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(sock: socket.socket, max_bytes: int = MAX_FRAME_BYTES) -> dict[str, Any] | None:
+    """Read and decode one frame from a blocking socket.
+
+    Args:
+        sock: a connected stream socket.
+        max_bytes: largest accepted body [bytes].
+
+    Returns:
+        The decoded message, or ``None`` when the peer closed the connection between frames.
+
+    Raises:
+        FrameError: oversized or empty length prefix, truncated frame, or a body that is not a
+            msgpack map.
+        OSError: the socket failed.
+    """
+    header = _recv_exactly(sock, HEADER_BYTES, at_boundary=True)
+    if header is None:
+        return None
+    (length,) = _HEADER.unpack(header)
+    if length == 0:
+        raise FrameError("frame with an empty body (length prefix 0)")
+    if length > max_bytes:
+        raise FrameError(
+            f"length prefix announces {length} bytes, more than the {max_bytes}-byte limit "
+            "(is this client speaking BeamNG's framing?)"
+        )
+    body = _recv_exactly(sock, length, at_boundary=False)
+    assert body is not None  # at_boundary=False never returns None
+    return decode_body(body)
+
+
+class RequestError(S3Error, RuntimeError):
+    """A request failed; the server answers ``{"bngError": message}`` (``BNGError`` client-side)."""
+
+
+class RequestValueError(S3Error, ValueError):
+    """A request carried a bad value; the server answers ``{"bngValueError": message}``."""

@@ -1,0 +1,382 @@
+"""The open stand-in server: a loopback TCP server that speaks BeamNG's protocol.
+
+The unmodified ``beamngpy`` client connects to it exactly as it would to BeamNG.tech: one
+game-engine (GE) socket on the server port, and one extra socket per vehicle on a port the server
+chooses in ``StartVehicleConnection``. Each accepted connection has its own reader thread; every
+request is handled under one world lock, held only while the request is handled (never while
+sending or waiting for a socket), so a Step on the GE socket and a poll on a vehicle socket see
+one consistent world.
+
+Robustness rules: an unknown request type gets a ``bngError`` reply (``strict=True`` also records
+it, and :meth:`StandInServer.check` / leaving the ``with`` block raises); a frame that breaks the
+framing closes only that connection, with a log line; when every socket of a client is gone, the
+vehicles it created are released (despawned), so a crashed client leaves no cars behind.
+
+It is *not* BeamNG: it says so in ``GetSystemInfo``, in its log lines and on the command line.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import select
+import socket
+import threading
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from gym_s3.beamng import handlers
+from gym_s3.beamng.protocol import (
+    MAX_FRAME_BYTES,
+    FrameError,
+    RequestError,
+    RequestValueError,
+    encode_frame,
+    read_frame,
+)
+from gym_s3.beamng.world import World, WorldConfig
+from gym_s3.errors import ConfigError, S3Error
+
+LOGGER = logging.getLogger(__name__)
+#: how the server names itself in logs and replies
+SERVER_NAME = "sim2sim2sim open stand-in (not BeamNG)"
+_JOIN_TIMEOUT_S = 2.0
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class StrictModeError(S3Error, AssertionError):
+    """A strict stand-in received requests it does not implement (the message lists them)."""
+
+
+@dataclass(eq=False)
+class Connection:
+    """One accepted client socket.
+
+    Attributes:
+        cid: connection id, unique for the server's lifetime.
+        sock: the socket.
+        vid: ``None`` for a GE connection, else the vehicle id of a vehicle socket.
+        peer: client address, for log lines.
+    """
+
+    cid: int
+    sock: socket.socket
+    vid: str | None
+    peer: str
+    thread: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def kind(self) -> str:
+        """``"GE"`` or ``"VE"`` (as in the protocol notes)."""
+        return "GE" if self.vid is None else "VE"
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """What a request handler may touch.
+
+    Attributes:
+        server: the server (vehicle listeners, quit).
+        world: the simulated world.
+        conn: the connection the request arrived on.
+    """
+
+    server: StandInServer
+    world: World
+    conn: Connection
+
+
+class _Listener:
+    """A listening socket with its own accept thread, woken for shutdown through a socket pair."""
+
+    def __init__(self, host: str, port: int, name: str, on_accept: Any) -> None:
+        self.name = name
+        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.sock.bind((host, port))
+            self.sock.listen(16)
+        except OSError:
+            self.sock.close()
+            raise
+        self.port: int = self.sock.getsockname()[1]
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._on_accept = on_accept
+        self.thread = threading.Thread(target=self._run, name=f"standin-accept-{name}", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            readable, _, _ = select.select([self.sock, self._wake_r], [], [])
+            if self._wake_r in readable:
+                break
+            try:
+                client, address = self.sock.accept()
+            except OSError:
+                break
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._on_accept(client, f"{address[0]}:{address[1]}")
+        self.sock.close()
+        self._wake_r.close()
+
+    def close(self) -> None:
+        """Stop accepting; the accept thread closes the socket and exits."""
+        try:
+            self._wake_w.send(b"x")
+        except OSError:  # already closed
+            return
+        self._wake_w.close()
+
+
+class StandInServer:
+    """Serve BeamNG's protocol on a loopback TCP port, simulating the world with our own physics.
+
+    Args:
+        host: address to bind; loopback by default. Another address exposes an unauthenticated
+            simulator control port to the network, so it is only used when given explicitly (a
+            warning is logged).
+        port: GE port; ``0`` lets the OS choose (tests), BeamNG's usual port is 25252.
+        strict: record unknown request types so tests fail on them (see :meth:`check`).
+        exit_on_quit: stop the server on ``Quit``; by default it keeps serving, because
+            ``bng.close()`` sends ``Quit`` even to a simulator it did not launch.
+        world_config: physics and sensor settings of the simulated world.
+        max_frame_bytes: largest accepted frame body [bytes].
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        strict: bool = False,
+        exit_on_quit: bool = False,
+        world_config: WorldConfig | None = None,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+    ) -> None:
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"port must be in [0, 65535] (0 = any free port), got {port}")
+        if max_frame_bytes < 1024:
+            raise ConfigError(f"max_frame_bytes must be at least 1024, got {max_frame_bytes}")
+        self.host = host
+        self.requested_port = port
+        self.strict = strict
+        self.exit_on_quit = exit_on_quit
+        self.max_frame_bytes = max_frame_bytes
+        self.world = World(world_config or WorldConfig())
+        self.world.on_vehicle_removed = self._on_vehicle_removed
+        #: ``"<GE|VE> <type>"`` of every unknown request seen (always recorded; fatal if strict)
+        self.unknown_requests: list[str] = []
+        self.lock = threading.RLock()
+        self._ids = itertools.count(1)
+        self._ge_listener: _Listener | None = None
+        self._vehicle_listeners: dict[str, _Listener] = {}
+        self._connections: dict[int, Connection] = {}
+        self._stopped = threading.Event()
+        self._started = False
+
+    # ----------------------------------------------------------------------------- lifecycle
+    @property
+    def port(self) -> int:
+        """The bound GE port (valid after :meth:`start`)."""
+        if self._ge_listener is None:
+            raise RuntimeError("the stand-in server is not started; call start() first")
+        return self._ge_listener.port
+
+    def start(self) -> int:
+        """Bind and start serving; returns the GE port."""
+        if self._started:
+            raise RuntimeError("a StandInServer can only be started once")
+        if self.host not in _LOOPBACK:
+            LOGGER.warning(
+                "%s: binding %s exposes an unauthenticated simulator port beyond this machine",
+                SERVER_NAME,
+                self.host,
+            )
+        self._ge_listener = _Listener(self.host, self.requested_port, "GE", self._accept_ge)
+        self._started = True
+        LOGGER.info("%s listening on %s:%d", SERVER_NAME, self.host, self.port)
+        return self.port
+
+    def stop(self) -> None:
+        """Close every socket and wait for the server threads to end (idempotent)."""
+        if self._stopped.is_set() or not self._started:
+            self._stopped.set()
+            return
+        self._stopped.set()
+        with self.lock:
+            listeners = [self._ge_listener, *self._vehicle_listeners.values()]
+            self._vehicle_listeners.clear()
+            connections = list(self._connections.values())
+        for listener in listeners:
+            if listener is not None:
+                listener.close()
+        for conn in connections:
+            _shutdown(conn.sock)
+        current = threading.current_thread()
+        for thread in [lis.thread for lis in listeners if lis] + [c.thread for c in connections]:
+            if thread is not None and thread is not current:
+                thread.join(_JOIN_TIMEOUT_S)
+        LOGGER.info("%s stopped", SERVER_NAME)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the server stops (``Quit`` with ``exit_on_quit``); ``True`` if it did."""
+        return self._stopped.wait(timeout)
+
+    def check(self) -> None:
+        """In strict mode, raise :class:`StrictModeError` if unknown requests were received."""
+        if self.strict and self.unknown_requests:
+            raise StrictModeError(
+                "the stand-in received requests it does not implement: "
+                + ", ".join(sorted(set(self.unknown_requests)))
+                + ". Implement them in gym_s3/beamng/handlers.py or stop using them."
+            )
+
+    def __enter__(self) -> StandInServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+        if exc_type is None:
+            self.check()
+
+    # ------------------------------------------------------------------------ vehicle sockets
+    def open_vehicle_listener(self, vid: str) -> int:
+        """Port of the vehicle's socket, opening it on first use (call with :attr:`lock` held)."""
+        listener = self._vehicle_listeners.get(vid)
+        if listener is None:
+            bind_host = self.host if self.host not in ("localhost",) else "127.0.0.1"
+            listener = _Listener(bind_host, 0, f"VE-{vid}", lambda s, p: self._accept_ve(vid, s, p))
+            self._vehicle_listeners[vid] = listener
+            LOGGER.debug("vehicle %s listening on port %d", vid, listener.port)
+        return listener.port
+
+    def vehicle_connection_count(self, vid: str) -> int:
+        """Number of open sockets of vehicle ``vid``."""
+        return sum(1 for conn in self._connections.values() if conn.vid == vid)
+
+    def is_connected(self, cid: int) -> bool:
+        """Whether connection ``cid`` is still open."""
+        return cid in self._connections
+
+    def request_quit(self) -> None:
+        """Handle ``Quit``: stop serving if ``exit_on_quit``, else only log it."""
+        if self.exit_on_quit:
+            LOGGER.info("%s: Quit received, shutting down", SERVER_NAME)
+            threading.Thread(target=self.stop, name="standin-quit", daemon=True).start()
+        else:
+            LOGGER.info("%s: Quit received; still serving (exit_on_quit=False)", SERVER_NAME)
+
+    def _on_vehicle_removed(self, vid: str) -> None:
+        listener = self._vehicle_listeners.pop(vid, None)
+        if listener is not None:
+            listener.close()
+        for conn in list(self._connections.values()):
+            if conn.vid == vid:
+                _shutdown(conn.sock)
+
+    # ---------------------------------------------------------------------------- connections
+    def _accept_ge(self, sock: socket.socket, peer: str) -> None:
+        self._register(sock, None, peer)
+
+    def _accept_ve(self, vid: str, sock: socket.socket, peer: str) -> None:
+        self._register(sock, vid, peer)
+
+    def _register(self, sock: socket.socket, vid: str | None, peer: str) -> None:
+        with self.lock:
+            if self._stopped.is_set():
+                sock.close()
+                return
+            conn = Connection(next(self._ids), sock, vid, peer)
+            self._connections[conn.cid] = conn
+            conn.thread = threading.Thread(
+                target=self._serve,
+                args=(conn,),
+                name=f"standin-{conn.kind}-{conn.cid}",
+                daemon=True,
+            )
+        LOGGER.debug(
+            "%s connection %d from %s%s", conn.kind, conn.cid, peer, f" ({vid})" * bool(vid)
+        )
+        conn.thread.start()
+
+    def _serve(self, conn: Connection) -> None:
+        self.world.configure_thread()
+        try:
+            while not self._stopped.is_set():
+                try:
+                    message = read_frame(conn.sock, self.max_frame_bytes)
+                except FrameError as exc:
+                    LOGGER.warning(
+                        "%s: closing %s connection %d from %s: %s",
+                        SERVER_NAME, conn.kind, conn.cid, conn.peer, exc,
+                    )  # fmt: skip
+                    break
+                except OSError:
+                    break
+                if message is None:
+                    break
+                reply = self._dispatch(conn, message)
+                if reply is not None:
+                    try:
+                        conn.sock.sendall(encode_frame(reply))
+                    except OSError:
+                        break
+        finally:
+            _shutdown(conn.sock)
+            conn.sock.close()
+            self._unregister(conn)
+
+    def _unregister(self, conn: Connection) -> None:
+        with self.lock:
+            self._connections.pop(conn.cid, None)
+            if self._stopped.is_set():
+                return
+            released = self.world.release_orphans(self.is_connected, self.vehicle_connection_count)
+        for vid in released:
+            LOGGER.info("%s: released vehicle %s (its client disconnected)", SERVER_NAME, vid)
+
+    def _dispatch(self, conn: Connection, message: dict[str, Any]) -> dict[str, Any] | None:
+        req_id = message.get("_id")
+        mtype = message.get("type")
+        table = handlers.GE_HANDLERS if conn.vid is None else handlers.VE_HANDLERS
+        handler = table.get(mtype) if isinstance(mtype, str) else None
+        reply: dict[str, Any] | None
+        if handler is None:
+            self.unknown_requests.append(f"{conn.kind} {mtype}")
+            level = logging.ERROR if self.strict else logging.WARNING
+            LOGGER.log(level, "%s: unknown %s request %r", SERVER_NAME, conn.kind, mtype)
+            reply = {
+                "bngError": f"The request {mtype!r} was not handled by the {SERVER_NAME}"
+                + (" (strict mode)." if self.strict else ".")
+            }
+        else:
+            try:
+                with self.lock:
+                    reply = handler(RequestContext(self, self.world, conn), message)
+            except RequestValueError as exc:
+                reply = {"bngValueError": str(exc)}
+            except RequestError as exc:
+                reply = {"bngError": str(exc)}
+            except Exception as exc:  # a bug in the stand-in must not kill the connection
+                LOGGER.exception("%s: %s %s failed", SERVER_NAME, conn.kind, mtype)
+                reply = {"bngError": f"{SERVER_NAME} internal error in {mtype}: {exc!r}"}
+            if reply is None:
+                return None
+        if req_id is not None:
+            reply["_id"] = req_id
+        return reply
+
+
+def _shutdown(sock: socket.socket) -> None:
+    """Wake a thread blocked in ``recv`` on ``sock`` (errors mean it is closed already)."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
