@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -90,12 +91,15 @@ def test_profile_default_calibration_uses_profile_axes() -> None:
         lambda: PedalCalibration(1, released=0.5, pressed=0.45),
         lambda: PedalCalibration(-1, released=1.0, pressed=-1.0),
         lambda: Calibration(
-            GUID, "x", SteerCalibration(0, -1, 0, 1), PedalCalibration(0, 1, -1),
+            GUID,
+            "x",
+            SteerCalibration(0, -1, 0, 1),
+            PedalCalibration(0, 1, -1),
             PedalCalibration(2, 1, -1),
         ),
     ],
 )
-def test_invalid_calibrations_are_rejected(build) -> None:  # noqa: ANN001
+def test_invalid_calibrations_are_rejected(build: Callable[[], object]) -> None:
     """Same-side steering ends, tiny spans, NaN, unmoved pedals, shared axes: ConfigError."""
     with pytest.raises(ConfigError):
         build()
@@ -114,7 +118,7 @@ def _wizard_calibration() -> Calibration:
 
 
 def test_store_round_trip(store: CalibrationStore) -> None:
-    """save -> load returns an equal calibration from <dir>/<guid>.json, written atomically."""
+    """Save then load gives an equal calibration from <dir>/<guid>.json, written atomically."""
     cal = _wizard_calibration()
     path = store.save(cal)
     assert path == store.directory / f"{GUID}.json"
@@ -143,13 +147,25 @@ def _valid_text() -> str:
         json.dumps({**_wizard_calibration().to_dict(), "brake": None}).encode(),
         json.dumps({**_wizard_calibration().to_dict(), "steer": {"axis": 0}}).encode(),
         json.dumps(
-            {**_wizard_calibration().to_dict(),
-             "steer": {"axis": 0, "left": 0.5, "centre": 0.0, "right": 1.0}}
+            {
+                **_wizard_calibration().to_dict(),
+                "steer": {"axis": 0, "left": 0.5, "centre": 0.0, "right": 1.0},
+            }
         ).encode(),
         json.dumps({**_wizard_calibration().to_dict(), "guid": "f" * 32}).encode(),
     ],
-    ids=["syntax", "binary", "array", "format", "truncated", "version", "no-brake", "fields",
-         "same-side", "foreign-guid"],
+    ids=[
+        "syntax",
+        "binary",
+        "array",
+        "format",
+        "truncated",
+        "version",
+        "no-brake",
+        "fields",
+        "same-side",
+        "foreign-guid",
+    ],
 )
 def test_corrupted_file_error_names_file_and_fix(store: CalibrationStore, content: bytes) -> None:
     """Any unreadable calibration file raises ConfigError naming the file and the redo command."""
@@ -167,7 +183,9 @@ def test_store_rejects_non_guid_names(store: CalibrationStore) -> None:
         store.path_for("../../etc/passwd")
 
 
-def test_config_dir_follows_xdg_and_override(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_config_dir_follows_xdg_and_override(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """$XDG_CONFIG_HOME/sim2sim2sim/wheels by default; S3_WHEEL_CONFIG_DIR overrides it."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     assert default_config_dir() == tmp_path / "cfg" / "sim2sim2sim" / "wheels"
@@ -176,8 +194,15 @@ def test_config_dir_follows_xdg_and_override(tmp_path: Path, monkeypatch) -> Non
     assert default_config_dir() == tmp_path / "elsewhere"
 
 
-def _samples(layout: dict[str, int], released: float, pressed: float, *, num_axes: int = 5,
-             clutch: bool = True, seed: int = 0) -> dict[str, np.ndarray]:
+def _samples(
+    layout: dict[str, int],
+    released: float,
+    pressed: float,
+    *,
+    num_axes: int = 5,
+    clutch: bool = True,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
     """Synthetic wizard samples: 30 noisy frames per step of a wheel with ``layout``."""
     rng = np.random.default_rng(seed)
     rest = np.zeros(num_axes)

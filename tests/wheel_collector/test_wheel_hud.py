@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from wheel_collector.hud import (
 pytestmark = pytest.mark.timeout(30)
 
 
-def _state(steer: float = 0.0, throttle: float = 0.0, brake: float = 0.0, **kw) -> HudState:  # noqa: ANN003
+def _state(steer: float = 0.0, throttle: float = 0.0, brake: float = 0.0, **kw: Any) -> HudState:
     """A HUD state with the given controls."""
     command = DriverCommand(steer=steer, throttle=throttle, brake=brake, source="test")
     return HudState(command=command, **kw)

@@ -91,7 +91,7 @@ def test_log_of_a_manoeuvre_shows_the_wheel_inputs(
         g29.set_controls(steer=steer, throttle=throttle, brake=brake)
         log.append(wheel.poll().command.to_action())
     assert len(log) == len(script)
-    for (steer, throttle, brake), action in zip(script, log):
+    for (steer, throttle, brake), action in zip(script, log, strict=True):
         assert action[0] == pytest.approx(steer, abs=0.006)  # steer deadzone rescale <= 0.5 %
         assert action[1] == pytest.approx(throttle - brake, abs=0.035)  # pedal deadzones
 
@@ -156,7 +156,9 @@ def test_reconnect_policy_same_waits_for_the_unplugged_guid(
     g29.detach()
     assert same.poll().status is InputStatus.DISCONNECTED
     g920 = VirtualWheel.for_profile(
-        G920_LINUX, name="Logitech G920 Driving Force Racing Wheel", vendor_id=0x046D,
+        G920_LINUX,
+        name="Logitech G920 Driving Force Racing Wheel",
+        vendor_id=0x046D,
         product_id=0xC262,
     )
     try:
@@ -234,7 +236,9 @@ def test_corrupted_calibration_stops_with_a_clear_error(
     assert str(path) in str(info.value)
 
 
-def test_wheel_without_the_profile_axes_is_not_used(pg: ModuleType, store: CalibrationStore) -> None:
+def test_wheel_without_the_profile_axes_is_not_used(
+    pg: ModuleType, store: CalibrationStore
+) -> None:
     """A 2-axis device cannot serve a 3-axis layout: it is skipped (status stays NO_DEVICE)."""
     with VirtualWheel(num_axes=2):
         wheel = WheelInput(store=store, profile=GENERIC)

@@ -7,7 +7,7 @@ from types import ModuleType
 import pytest
 
 from gym_s3.errors import ConfigError
-from wheel_collector.commands import InputStatus, SAFE_COMMAND
+from wheel_collector.commands import SAFE_COMMAND, InputReading, InputStatus
 from wheel_collector.keyboard import KeyboardConfig, KeyboardInput
 
 pytestmark = pytest.mark.timeout(30)
@@ -20,6 +20,7 @@ class Clock:
         self.now = 0.0
 
     def __call__(self) -> float:
+        """Return the current time [s]."""
         return self.now
 
 
@@ -28,7 +29,7 @@ def _key(pg: ModuleType, kind: int, name: str) -> None:
     pg.event.post(pg.event.Event(kind, key=pg.key.key_code(name), mod=0, unicode="", scancode=0))
 
 
-def _poll_at(keyboard: KeyboardInput, clock: Clock, t: float):  # noqa: ANN202
+def _poll_at(keyboard: KeyboardInput, clock: Clock, t: float) -> InputReading:
     """Poll with the clock at ``t``."""
     clock.now = t
     return keyboard.poll()

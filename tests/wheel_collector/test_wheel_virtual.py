@@ -22,7 +22,9 @@ def test_finds_the_sdl_bundled_with_pygame(pg: ModuleType) -> None:
     assert Path(pg.__file__).resolve().parent.parent in path.resolve().parents
 
 
-def test_missing_library_gives_a_clear_error(pg: ModuleType, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_missing_library_gives_a_clear_error(
+    pg: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A wrong S3_SDL2_LIBRARY path fails at attach with MissingDependencyError naming it."""
     bogus = tmp_path / "libSDL2-missing.so"
     monkeypatch.setenv(SDL_LIBRARY_ENV, str(bogus))
@@ -30,7 +32,7 @@ def test_missing_library_gives_a_clear_error(pg: ModuleType, tmp_path: Path, mon
         VirtualWheel().attach()
 
 
-def test_missing_pygame_names_the_extra(monkeypatch) -> None:  # noqa: ANN001
+def test_missing_pygame_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without pygame, creating an input device says which extra to install."""
     monkeypatch.setitem(sys.modules, "pygame", None)
     with pytest.raises(MissingDependencyError, match=r"sim2sim2sim\[wheel\]"):

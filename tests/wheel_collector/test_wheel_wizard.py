@@ -56,7 +56,10 @@ def test_wizard_calibrates_an_unknown_wheel(pg: ModuleType, store: CalibrationSt
         assert wheel.profile is GENERIC
         driver = ScriptedDriver(virtual)
         calibration = calibrate(
-            wheel, step_s=SAMPLES_PER_STEP / 20.0, rate_hz=20.0, prompt=driver.prompt,
+            wheel,
+            step_s=SAMPLES_PER_STEP / 20.0,
+            rate_hz=20.0,
+            prompt=driver.prompt,
             sleep=driver.sleep,
         )
         assert calibration.axes == (STEER, THROTTLE, BRAKE)  # no clutch moved
@@ -90,5 +93,10 @@ def test_wizard_refuses_without_wheel_or_on_unplug(pg: ModuleType, store: Calibr
     wheel = WheelInput(store=store)
     assert wheel.poll().status is InputStatus.CONNECTED
     with pytest.raises(ConfigError, match="unplugged during the 'centre' step"):
-        calibrate(wheel, step_s=0.1, prompt=lambda _s: virtual.detach(), sleep=lambda _s: None,
-                  steps=CALIBRATION_STEPS)
+        calibrate(
+            wheel,
+            step_s=0.1,
+            prompt=lambda _s: virtual.detach(),
+            sleep=lambda _s: None,
+            steps=CALIBRATION_STEPS,
+        )
