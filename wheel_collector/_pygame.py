@@ -7,7 +7,13 @@ from types import ModuleType
 
 from gym_s3._optional import require
 
-__all__ = ["HEADLESS_SDL_ENV", "import_pygame", "init_events", "init_joysticks"]
+__all__ = [
+    "HEADLESS_SDL_ENV",
+    "import_pygame",
+    "init_events",
+    "init_joysticks",
+    "joystick_event_types",
+]
 
 #: environment for running without a display or sound card (tests, CI, servers). Must be set
 #: before SDL initialises its video and joystick subsystems.
@@ -16,6 +22,17 @@ HEADLESS_SDL_ENV: dict[str, str] = {
     "SDL_AUDIODRIVER": "dummy",
     "SDL_JOYSTICK_ALLOW_BACKGROUND_EVENTS": "1",
 }
+
+#: suffixes of pygame's joystick event names (``JOYAXISMOTION``, ...)
+_JOY_EVENTS = (
+    "AXISMOTION",
+    "BALLMOTION",
+    "HATMOTION",
+    "BUTTONDOWN",
+    "BUTTONUP",
+    "DEVICEADDED",
+    "DEVICEREMOVED",
+)
 
 
 def import_pygame(purpose: str) -> ModuleType:
@@ -43,3 +60,8 @@ def init_joysticks(pg: ModuleType) -> None:
     init_events(pg)
     if not pg.joystick.get_init():
         pg.joystick.init()
+
+
+def joystick_event_types(pg: ModuleType) -> list[int]:
+    """Return the joystick event types: axes, balls, hats, buttons and hot-plug."""
+    return [getattr(pg, f"JOY{name}") for name in _JOY_EVENTS]

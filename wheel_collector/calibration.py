@@ -27,6 +27,7 @@ from wheel_collector.profiles import WheelProfile
 
 __all__ = [
     "CALIBRATION_FORMAT",
+    "REDO_HINT",
     "CALIBRATION_VERSION",
     "Calibration",
     "PedalCalibration",
@@ -37,6 +38,8 @@ __all__ = [
 CALIBRATION_FORMAT = "sim2sim2sim.wheel_calibration"
 #: current calibration file version
 CALIBRATION_VERSION = 1
+#: how a user redoes a calibration (quoted in error messages)
+REDO_HINT = "s3 collect --calibrate"
 #: smallest accepted raw distance between calibration points (a tenth of a percent is noise)
 _MIN_SPAN = 0.05
 #: raw axis values may exceed 1 slightly: an int16 of -32768 reads as -1.0000305
@@ -84,7 +87,7 @@ class SteerCalibration:
             raise ConfigError(
                 f"SteerCalibration(left={self.left}, centre={self.centre}, right={self.right}): "
                 f"full left and full right must lie on opposite sides of the centre, each at "
-                f"least {_MIN_SPAN} away; redo the calibration with `s3 collect --calibrate`"
+                f"least {_MIN_SPAN} away; redo the calibration with `{REDO_HINT}`"
             )
 
     def normalise(self, raw: float, deadzone: float) -> float:
@@ -130,7 +133,7 @@ class PedalCalibration:
         if abs(self.released - self.pressed) < 2 * _MIN_SPAN:
             raise ConfigError(
                 f"PedalCalibration(released={self.released}, pressed={self.pressed}): the pedal "
-                "barely moved; redo the calibration with `s3 collect --calibrate`"
+                f"barely moved; redo the calibration with `{REDO_HINT}`"
             )
 
     def normalise(self, raw: float, deadzone: float, saturation: float) -> float:
@@ -171,13 +174,10 @@ class Calibration:
     origin: str = "wizard"
 
     def __post_init__(self) -> None:
-        axes = [self.steer.axis, self.throttle.axis, self.brake.axis]
-        if self.clutch is not None:
-            axes.append(self.clutch.axis)
-        if len(set(axes)) != len(axes):
+        if len(set(self.axes)) != len(self.axes):
             raise ConfigError(
                 f"calibration of {self.name!r}: steering and pedals must use distinct axes, got "
-                f"{axes}; redo the calibration with `s3 collect --calibrate`"
+                f"{list(self.axes)}; redo the calibration with `{REDO_HINT}`"
             )
 
     @classmethod

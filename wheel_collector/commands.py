@@ -43,8 +43,7 @@ def _check_finite(name: str, value: float) -> float:
     if not math.isfinite(value):
         raise ActionError(
             f"DriverCommand.{name} is {value}; input devices must produce finite values "
-            "(a NaN usually means an uncalibrated axis: redo the calibration with "
-            "`s3 collect --calibrate`)"
+            "(for a wheel, a NaN usually means a broken calibration: redo it)"
         )
     return value
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from gym_s3.errors import ConfigError
-from wheel_collector._pygame import import_pygame, init_events
+from wheel_collector._pygame import import_pygame, init_events, joystick_event_types
 from wheel_collector.commands import DriverCommand, InputStatus
 
 __all__ = [
@@ -109,9 +109,8 @@ class Hud:
             self._screen = pg.display.set_mode(self.size)
             pg.display.set_caption(title)
         self._canvas = pg.Surface(self.size)
-        self._fonts = {k: pg.font.Font(None, s) for k, s in (("big", height // 4),
-                                                             ("mid", height // 10),
-                                                             ("small", height // 14))}  # fmt: skip
+        font_sizes = {"big": height // 4, "mid": height // 10, "small": height // 14}
+        self._fonts = {key: pg.font.Font(None, px) for key, px in font_sizes.items()}
         margin = max(width // 40, 8)
         bar_w, banner_h = max(width // 18, 16), height // 9
         bars_top, bars_h = banner_h + margin, height - banner_h - 3 * margin - height // 10
@@ -203,17 +202,7 @@ class Hud:
     def handle_events(self) -> bool:
         """Drain window events (leaving joystick and key events); True if quit was requested."""
         pg = self._pg
-        keep = [
-            pg.JOYAXISMOTION,
-            pg.JOYBALLMOTION,
-            pg.JOYHATMOTION,
-            pg.JOYBUTTONDOWN,
-            pg.JOYBUTTONUP,
-            pg.JOYDEVICEADDED,
-            pg.JOYDEVICEREMOVED,
-            pg.KEYDOWN,
-            pg.KEYUP,
-        ]
+        keep = [*joystick_event_types(pg), pg.KEYDOWN, pg.KEYUP]
         events = pg.event.get(exclude=keep)
         return any(e.type in (pg.QUIT, pg.WINDOWCLOSE) for e in events)
 

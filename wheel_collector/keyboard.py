@@ -69,9 +69,7 @@ class KeyboardConfig:
     max_dt_s: float = 0.1
 
     def __post_init__(self) -> None:
-        for name in ("steer_rate_per_s", "steer_return_rate_per_s", "pedal_rise_per_s",
-                     "pedal_fall_per_s", "max_dt_s"):  # fmt: skip
-            value = getattr(self, name)
+        for name, value in vars(self).items():
             if not value > 0 or value == float("inf"):
                 raise ConfigError(f"KeyboardConfig.{name}={value} must be a finite value > 0")
 

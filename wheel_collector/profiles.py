@@ -39,6 +39,7 @@ __all__ = [
     "GENERIC",
     "LOGITECH_VENDOR_ID",
     "WheelProfile",
+    "is_sdl_guid",
     "parse_guid",
     "select_profile",
 ]
@@ -53,6 +54,11 @@ _G920_PRODUCT_ID = 0xC262
 BUTTON_ACTIONS: frozenset[str] = frozenset({"pause", "reset", "quit"})
 
 
+def is_sdl_guid(text: str) -> bool:
+    """Return True when ``text`` looks like an SDL2 joystick GUID (32 hex digits)."""
+    return bool(re.fullmatch(r"[0-9a-fA-F]{32}", text or ""))
+
+
 def parse_guid(guid: str) -> tuple[int, int] | None:
     """Return the USB ``(vendor_id, product_id)`` encoded in an SDL2 joystick GUID, if any.
 
@@ -63,7 +69,7 @@ def parse_guid(guid: str) -> tuple[int, int] | None:
     Args:
         guid: the string from ``pygame.joystick.Joystick.get_guid()``.
     """
-    if not re.fullmatch(r"[0-9a-fA-F]{32}", guid or ""):
+    if not is_sdl_guid(guid):
         return None
     raw = bytes.fromhex(guid)
     if raw[6:8] != b"\x00\x00" or raw[10:12] != b"\x00\x00":

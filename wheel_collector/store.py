@@ -10,22 +10,20 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sys
 import tempfile
 from pathlib import Path
 
 from gym_s3.errors import ConfigError
-from wheel_collector.calibration import Calibration
+from wheel_collector.calibration import REDO_HINT, Calibration
+from wheel_collector.profiles import is_sdl_guid
 
-__all__ = ["CONFIG_DIR_ENV", "REDO_HINT", "CalibrationStore", "default_config_dir"]
+__all__ = ["CONFIG_DIR_ENV", "CalibrationStore", "default_config_dir"]
 
 _LOG = logging.getLogger(__name__)
 
 #: environment variable that overrides the calibration directory
 CONFIG_DIR_ENV = "S3_WHEEL_CONFIG_DIR"
-#: how a user redoes a calibration (quoted in error messages)
-REDO_HINT = "s3 collect --calibrate"
 
 
 def default_config_dir() -> Path:
@@ -52,7 +50,7 @@ class CalibrationStore:
 
     def path_for(self, guid: str) -> Path:
         """Return the file of device ``guid`` (32 hex digits from ``Joystick.get_guid()``)."""
-        if not re.fullmatch(r"[0-9a-fA-F]{32}", guid or ""):
+        if not is_sdl_guid(guid):
             raise ConfigError(
                 f"{guid!r} is not an SDL joystick GUID (32 hex digits, as returned by "
                 "pygame's Joystick.get_guid())"

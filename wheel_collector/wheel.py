@@ -20,16 +20,16 @@ import logging
 from typing import Any
 
 from gym_s3.errors import ConfigError
-from wheel_collector._pygame import import_pygame, init_joysticks
-from wheel_collector.calibration import Calibration
+from wheel_collector._pygame import import_pygame, init_joysticks, joystick_event_types
+from wheel_collector.calibration import REDO_HINT, Calibration
 from wheel_collector.commands import (
     SAFE_COMMAND,
     DriverCommand,
     InputReading,
     InputStatus,
 )
-from wheel_collector.profiles import GENERIC, WheelProfile, select_profile
-from wheel_collector.store import REDO_HINT, CalibrationStore
+from wheel_collector.profiles import GENERIC, WheelProfile, is_sdl_guid, select_profile
+from wheel_collector.store import CalibrationStore
 
 __all__ = ["RECONNECT_POLICIES", "WheelInput"]
 
@@ -72,11 +72,7 @@ class WheelInput:
             raise ConfigError(f"reconnect={reconnect!r}; choose one of {RECONNECT_POLICIES}")
         self._pg = import_pygame("racing-wheel input")
         init_joysticks(self._pg)
-        pg = self._pg
-        self._event_types = [
-            pg.JOYAXISMOTION, pg.JOYBALLMOTION, pg.JOYHATMOTION, pg.JOYBUTTONDOWN,
-            pg.JOYBUTTONUP, pg.JOYDEVICEADDED, pg.JOYDEVICEREMOVED,
-        ]  # fmt: skip
+        self._event_types = joystick_event_types(self._pg)
         self._fixed_profile = profile
         self._fixed_calibration = calibration
         self._store = store if store is not None else CalibrationStore()
@@ -254,8 +250,11 @@ class WheelInput:
             if profile is GENERIC:
                 _LOG.warning(
                     "no calibration for %r (GUID %s): using the generic layout guess; "
-                    "run `%s` for correct axes", name, guid, REDO_HINT,
-                )  # fmt: skip
+                    "run `%s` for correct axes",
+                    name,
+                    guid,
+                    REDO_HINT,
+                )
         try:
             self._check_axes(calibration, joystick)
         except ConfigError as exc:
@@ -274,11 +273,7 @@ class WheelInput:
 
     def _stored_calibration(self, guid: str, name: str) -> Calibration | None:
         """The stored calibration of ``guid`` (``None`` for GUIDs that cannot name a file)."""
-        try:
-            path_ok = self._store.path_for(guid) is not None
-        except ConfigError:
-            path_ok = False
-        return self._store.load(guid, name=name) if path_ok else None
+        return self._store.load(guid, name=name) if is_sdl_guid(guid) else None
 
     @staticmethod
     def _check_axes(calibration: Calibration, joystick: Any) -> None:

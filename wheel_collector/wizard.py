@@ -24,9 +24,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from gym_s3.errors import ConfigError
-from wheel_collector.calibration import Calibration, PedalCalibration, SteerCalibration
+from wheel_collector.calibration import (
+    REDO_HINT,
+    Calibration,
+    PedalCalibration,
+    SteerCalibration,
+)
 from wheel_collector.commands import InputStatus
-from wheel_collector.store import REDO_HINT
 from wheel_collector.wheel import WheelInput
 
 __all__ = [
