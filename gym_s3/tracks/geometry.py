@@ -140,6 +140,10 @@ def integrate(
     """
     if not segments:
         raise ConfigError("a centreline needs at least one segment")
+    if oversample < 2 or oversample % 2:
+        raise ConfigError(f"oversample must be an even number >= 2, got {oversample}")
+    if not ds > 0:
+        raise ConfigError(f"sample spacing ds must be positive, got {ds} m")
     total = float(sum(seg.length for seg in segments))
     n_int = max(1, round(total / ds))
     step = total / n_int
@@ -204,8 +208,12 @@ def close_loop(
     if len(straights) != len(corners):
         raise ConfigError("close_loop needs one straight before each corner")
     turn = sum(c.angle for c in corners)
-    if abs(turn / (2 * math.pi) - round(turn / (2 * math.pi))) > 1e-9 or round(turn) == 0:
-        raise ConfigError(f"corners turn by {math.degrees(turn):.3f} deg, not a multiple of 360")
+    laps = turn / (2 * math.pi)
+    if abs(laps - round(laps)) > 1e-9 or round(laps) == 0:
+        raise ConfigError(
+            f"corners turn by {math.degrees(turn):.3f} deg in total; a closed loop needs a "
+            "non-zero multiple of 360 deg (scale the corner angles)"
+        )
     lengths = np.array(straights, dtype=np.float64)
     # Heading of each straight is fixed by the corners before it.
     headings = heading0 + np.concatenate([[0.0], np.cumsum([c.angle for c in corners])[:-1]])
@@ -235,18 +243,22 @@ def build_segments(straights: Sequence[float], corners: Sequence[Corner]) -> lis
     return segs
 
 
-def polyline_self_intersections(x: np.ndarray, y: np.ndarray, *, closed: bool) -> list[int]:
-    """Indices ``i`` of segments ``(i, i+1)`` that cross a non-adjacent segment.
+def polyline_crossings(x: np.ndarray, y: np.ndarray, *, closed: bool) -> list[tuple[int, int]]:
+    """Pairs ``(i, j)``, ``i < j``, of non-adjacent polyline segments that properly cross.
 
-    Vectorised O(M²) test in blocks; fine for the few thousand points of a track file.
+    Segment ``i`` joins points ``i`` and ``i + 1`` (and the last point to the first when
+    ``closed``). Vectorised O(M²) test in blocks (a bounding-box test first), fine for the few
+    thousand points of a track file. Touching or collinear overlaps are not reported.
     """
     px = np.asarray(x, dtype=np.float64)
     py = np.asarray(y, dtype=np.float64)
     if closed:
         px, py = np.append(px, px[0]), np.append(py, py[0])
     ax, ay, bx, by = px[:-1], py[:-1], px[1:], py[1:]
+    lox, hix = np.minimum(ax, bx), np.maximum(ax, bx)
+    loy, hiy = np.minimum(ay, by), np.maximum(ay, by)
     n = len(ax)
-    hits: set[int] = set()
+    pairs: list[tuple[int, int]] = []
 
     def orient(ox, oy, p1x, p1y, p2x, p2y):
         return np.sign((p1x - ox) * (p2y - oy) - (p1y - oy) * (p2x - ox))
@@ -255,14 +267,56 @@ def polyline_self_intersections(x: np.ndarray, y: np.ndarray, *, closed: bool) -
     for start in range(0, n, block):
         i = np.arange(start, min(n, start + block))[:, None]
         j = np.arange(n)[None, :]
-        o1 = orient(ax[i], ay[i], bx[i], by[i], ax[j], ay[j])
-        o2 = orient(ax[i], ay[i], bx[i], by[i], bx[j], by[j])
-        o3 = orient(ax[j], ay[j], bx[j], by[j], ax[i], ay[i])
-        o4 = orient(ax[j], ay[j], bx[j], by[j], bx[i], by[i])
-        cross = (o1 * o2 < 0) & (o3 * o4 < 0)
-        adjacent = np.abs(i - j) <= 1
+        near = (lox[i] <= hix[j]) & (lox[j] <= hix[i]) & (loy[i] <= hiy[j]) & (loy[j] <= hiy[i])
+        near &= j > i + 1
         if closed:
-            adjacent |= np.abs(i - j) == n - 1
-        cross &= ~adjacent
-        hits.update(np.nonzero(cross.any(axis=1))[0] + start)
-    return sorted(int(h) for h in hits)
+            near &= ~((i == 0) & (j == n - 1))
+        ii, jj = np.nonzero(near)
+        if ii.size == 0:
+            continue
+        ii, jj = ii + start, jj
+        o1 = orient(ax[ii], ay[ii], bx[ii], by[ii], ax[jj], ay[jj])
+        o2 = orient(ax[ii], ay[ii], bx[ii], by[ii], bx[jj], by[jj])
+        o3 = orient(ax[jj], ay[jj], bx[jj], by[jj], ax[ii], ay[ii])
+        o4 = orient(ax[jj], ay[jj], bx[jj], by[jj], bx[ii], by[ii])
+        cross = (o1 * o2 < 0) & (o3 * o4 < 0)
+        pairs.extend((int(a), int(b)) for a, b in zip(ii[cross], jj[cross], strict=True))
+    return sorted(pairs)
+
+
+def polyline_self_intersections(x: np.ndarray, y: np.ndarray, *, closed: bool) -> list[int]:
+    """Indices ``i`` of segments ``(i, i+1)`` that cross a non-adjacent segment.
+
+    See :func:`polyline_crossings` for the pairs.
+    """
+    hits = {k for pair in polyline_crossings(x, y, closed=closed) for k in pair}
+    return sorted(hits)
+
+
+def min_clearance(
+    x: np.ndarray, y: np.ndarray, *, closed: bool, exclude_arc: float, step: float = 2.0
+) -> float:
+    """Smallest distance [m] between two points of a polyline more than ``exclude_arc`` apart.
+
+    Measures how close a circuit comes to itself (parallel straights, a hairpin's two legs);
+    points closer than ``exclude_arc`` along the path are neighbours and are not compared.
+
+    Args:
+        x: ``(M,)`` x [m].
+        y: ``(M,)`` y [m].
+        closed: arc separation is measured around the loop.
+        exclude_arc: arc separation below which pairs are ignored [m].
+        step: the polyline is thinned to about this spacing first [m].
+    """
+    px, py = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    seg = np.hypot(np.diff(px), np.diff(py))
+    s = np.concatenate([[0.0], np.cumsum(seg)])
+    total = s[-1] + (float(np.hypot(px[-1] - px[0], py[-1] - py[0])) if closed else 0.0)
+    keep = np.unique(np.searchsorted(s, np.arange(0.0, s[-1], step)))
+    px, py, s = px[keep], py[keep], s[keep]
+    sep = np.abs(s[:, None] - s[None, :])
+    if closed:
+        sep = np.minimum(sep, total - sep)
+    dist = np.hypot(px[:, None] - px[None, :], py[:, None] - py[None, :])
+    far = sep > exclude_arc
+    return float(dist[far].min()) if far.any() else math.inf

@@ -26,7 +26,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from gym_s3.tracks.geometry import Corner, Segment, build_segments, close_loop, integrate
+from gym_s3.tracks.circuits import closed_circuit
+from gym_s3.tracks.geometry import Corner, close_loop
 from gym_s3.tracks.path import ReferencePath
 
 #: Corner segments: (s_in [m], s_out [m], direction "L"/"R", turn angle [deg], min radius [m])
@@ -85,31 +86,28 @@ def putnam_elevation(s: np.ndarray, length: float) -> np.ndarray:
 def putnam_park(ds: float = 1.0) -> ReferencePath:
     """The Putnam Park approximation as a closed, clockwise :class:`ReferencePath`.
 
+    The start line lies on the main straight, 518 m before corner segment 1 as in the source
+    lap; the path carries the 11 corner segments as ``"corner"`` features at their built
+    positions.
+
     Args:
         ds: sample spacing [m].
     """
     straights, corners = putnam_corners()
     # The main straight is split by the start line: `tail` metres after the last corner, the rest
-    # before the first one. Both parts share one heading, so the loop is closed with them merged.
-    tail_share = (PUTNAM_LENGTH_M - PUTNAM_CORNERS[-1][1]) / straights[0]
+    # before the first one. Both parts share one heading, so the loop is closed with them merged
+    # and the start line is put back at the same share of the adjusted straight.
+    lead_share = PUTNAM_CORNERS[0][0] / straights[0]
     straights = close_loop(straights, corners, heading0=0.0)
-    tail = tail_share * straights[0]
-    straights[0] -= tail
-    segments = build_segments(straights, corners) + [Segment(tail)]
-    line = integrate(segments, ds=ds, heading0=0.0, closed=True)
-    m = len(line.x)
-    s = np.arange(m) * line.ds
-    z = putnam_elevation(s, line.length)
-    half = np.full(m, PUTNAM_WIDTH_M / 2.0)
-    return ReferencePath.from_arrays(
+    return closed_circuit(
         "putnam",
-        np.stack([line.x, line.y, z], axis=1),
-        line.heading,
-        line.curvature,
-        half,
-        half.copy(),
-        ds=line.ds,
-        closed=True,
+        straights,
+        corners,
+        lead=lead_share * straights[0],
+        ds=ds,
+        width=PUTNAM_WIDTH_M,
+        heading0=0.0,
+        elevation=putnam_elevation,
         description=PUTNAM_DESCRIPTION,
-        labels=("circuit", "approximation"),
+        labels=("circuit", "approximation", "clockwise"),
     )

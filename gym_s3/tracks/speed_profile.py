@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -56,38 +57,117 @@ class SpeedProfileConfig:
             raise ConfigError("accel_max and brake_max must be positive")
 
 
-def _longitudinal_room(v2: Tensor, kappa: Tensor, mu: Tensor, cfg: SpeedProfileConfig) -> Tensor:
-    """Acceleration magnitude [m/s^2] left by the friction ellipse after cornering at speed^2 v2."""
-    lat = v2 * kappa.abs() / (cfg.lateral_fraction * mu * GRAVITY)
-    return cfg.longitudinal_fraction * mu * GRAVITY * torch.sqrt((1.0 - lat.square()).clamp(min=0))
+def longitudinal_room(
+    v2: np.ndarray, kappa: np.ndarray, mu: np.ndarray, config: SpeedProfileConfig
+) -> np.ndarray:
+    """Acceleration magnitude [m/s^2] the friction ellipse leaves after cornering.
+
+    ``(a_x / (f_lon mu g))^2 + (v^2 kappa / (f_lat mu g))^2 <= 1``, solved for ``|a_x|``.
+
+    Args:
+        v2: squared speed [m^2/s^2] (broadcasts with the others).
+        kappa: curvature [1/m].
+        mu: peak friction [-].
+        config: the fractions of the friction limit.
+    """
+    lat = v2 * np.abs(kappa) / (config.lateral_fraction * mu * GRAVITY)
+    room2 = np.clip(1.0 - lat * lat, 0.0, None)
+    return config.longitudinal_fraction * mu * GRAVITY * np.sqrt(room2)
 
 
-def _sweep(v2_cap: Tensor, kappa: Tensor, mu: Tensor, ds: float, limit: float, closed: bool,
-           cfg: SpeedProfileConfig) -> Tensor:  # fmt: skip
-    """One direction of the pass: ``v2[i+1] <= v2[i] + 2 ds a(i)``; columns are path samples."""
-    b, m = v2_cap.shape
-    out = v2_cap.clone()
-    laps = 2 if closed else 1
-    carry = v2_cap[:, 0]
-    for lap in range(laps):
-        for i in range(m):
-            if i == 0 and lap == 0:
-                cur = v2_cap[:, 0]
-            else:
-                j = (i - 1) % m
-                room = _longitudinal_room(carry, kappa[j], mu[:, j], cfg).clamp(max=limit)
-                cur = torch.minimum(v2_cap[:, i], carry + 2.0 * ds * room)
-                if lap == 1:
-                    cur = torch.minimum(cur, out[:, i])
-            out[:, i] = cur
-            carry = cur
+def _sweep(
+    cap: np.ndarray,
+    kappa: np.ndarray,
+    mu: np.ndarray,
+    ds: float,
+    limit: float,
+    config: SpeedProfileConfig,
+) -> np.ndarray:
+    """Forward pass ``v2[i+1] = min(cap[i+1], v2[i] + 2 ds a_i)`` over the columns.
+
+    Args:
+        cap: ``(M, B)`` squared-speed caps [m^2/s^2]; row 0 is the start of the sweep.
+        kappa: ``(M, 1)`` or ``(M, B)`` curvature of segment ``i -> i + 1`` [1/m].
+        mu: ``(M, B)`` friction of segment ``i -> i + 1`` [-].
+        ds: spacing [m].
+        limit: engine or brake limit [m/s^2].
+        config: friction fractions.
+
+    Returns:
+        ``(M, B)`` squared speeds.
+    """
+    out = np.empty_like(cap)
+    out[0] = cap[0]
+    # Precomputed per segment: lateral usage per unit v^2 and 2 ds times the longitudinal scale.
+    lat_per_v2 = np.abs(kappa) / (config.lateral_fraction * mu * GRAVITY)
+    gain = 2.0 * ds * config.longitudinal_fraction * mu * GRAVITY
+    step_cap = 2.0 * ds * limit
+    work = np.empty_like(cap[0])
+    for i in range(cap.shape[0] - 1):  # in-place ufuncs: this loop is the hot path
+        np.multiply(out[i], lat_per_v2[i], out=work)
+        np.multiply(work, work, out=work)
+        np.subtract(1.0, work, out=work)
+        np.maximum(work, 0.0, out=work)
+        np.sqrt(work, out=work)
+        np.multiply(work, gain[i], out=work)
+        np.minimum(work, step_cap, out=work)
+        np.add(work, out[i], out=work)
+        np.minimum(cap[i + 1], work, out=out[i + 1])
     return out
+
+
+def _segments(values: np.ndarray, closed: bool, reduce) -> np.ndarray:
+    """Per-segment value ``reduce(values[i], values[i + 1])`` along axis 0 (wrapping if closed)."""
+    nxt = np.roll(values, -1, axis=0)
+    if not closed:
+        nxt[-1] = values[-1]
+    return reduce(values, nxt)
+
+
+def _one_direction(
+    cap: np.ndarray,
+    kappa: np.ndarray,
+    mu: np.ndarray,
+    ds: float,
+    limit: float,
+    closed: bool,
+    config: SpeedProfileConfig,
+) -> np.ndarray:
+    """The limited sweep along the sample order; on a loop it starts where the cap is lowest.
+
+    On a closed path the sample with the lowest cap is never raised by the sweep (nothing
+    before it can be slower), so rolling every column to start there makes one lap exact.
+    """
+    k_seg = _segments(np.abs(kappa), closed, np.maximum)
+    mu_seg = _segments(mu, closed, np.minimum)
+    if not closed:
+        return _sweep(cap, k_seg, mu_seg, ds, limit, config)
+    m, b = cap.shape
+    start = cap.argmin(axis=0)  # (B,)
+    rows = (np.arange(m)[:, None] + start[None, :]) % m  # (M, B)
+    cols = np.arange(b)[None, :]
+    k_full = np.broadcast_to(k_seg, (m, b))
+    rolled = _sweep(cap[rows, cols], k_full[rows, cols], mu_seg[rows, cols], ds, limit, config)
+    out = np.empty_like(cap)
+    out[rows, cols] = rolled
+    return out
+
+
+def _reverse(values: np.ndarray) -> np.ndarray:
+    """Samples in reverse order (axis 0)."""
+    return values[::-1].copy()
 
 
 def speed_profile(
     path: ReferencePath, mu: Tensor, config: SpeedProfileConfig = SpeedProfileConfig()
 ) -> Tensor:
     """Friction-aware target speed at every path sample.
+
+    Cornering is limited at every sample by ``v^2 |kappa| <= f_lat mu g``; between consecutive
+    samples the speed change obeys the friction ellipse of the *segment* (the lower friction and
+    the higher curvature of its two ends) and the engine/brake limits, so braking is finished
+    before a patch begins and acceleration on a patch is gentle. ``v_min`` is a floor applied at
+    the end (it can exceed the friction limit only where the corner limit itself is below it).
 
     Args:
         path: the path (M samples, spacing ``ds``).
@@ -96,19 +176,46 @@ def speed_profile(
         config: limits.
 
     Returns:
-        ``(B, M)`` (or ``(M,)`` for a 1-D ``mu``) target speed [m/s], float64.
+        ``(B, M)`` (or ``(M,)`` for a 1-D ``mu``) target speed [m/s], float64, on ``mu``'s device.
     """
-    squeeze = mu.ndim == 1
-    mu2 = torch.as_tensor(mu, dtype=torch.float64).reshape(-1, path.num_samples).clamp(min=1e-3)
-    kappa = path.curvature.to(device=mu2.device, dtype=torch.float64)
-    v2_corner = config.lateral_fraction * mu2 * GRAVITY / kappa.abs().clamp(min=1e-9)[None]
-    v2_cap = v2_corner.clamp(max=config.v_max**2)
-    fwd = _sweep(v2_cap, kappa, mu2, path.ds, config.accel_max, path.closed, config)
-    # Backward pass: the same sweep on the reversed path (curvature sign is irrelevant).
-    bwd = _sweep(fwd.flip(1), kappa.flip(0), mu2.flip(1), path.ds, config.brake_max,
-                 path.closed, config).flip(1)  # fmt: skip
-    v = torch.sqrt(bwd).clamp(min=config.v_min)
-    return v[0] if squeeze else v
+    mu_t = torch.as_tensor(mu)
+    squeeze = mu_t.ndim == 1
+    m = path.num_samples
+    if mu_t.shape[-1] != m or mu_t.ndim > 2:
+        raise ConfigError(f"mu must have shape ({m},) or (B, {m}), got {tuple(mu_t.shape)}")
+    mu_np = mu_t.detach().to("cpu", torch.float64).numpy().reshape(-1, m).T.clip(min=1e-3)
+    kappa = path.curvature.detach().to("cpu", torch.float64).numpy()[:, None]  # (M, 1)
+    cap = config.lateral_fraction * mu_np * GRAVITY / np.clip(np.abs(kappa), 1e-9, None)
+    cap = np.minimum(cap, config.v_max**2)
+    fwd = _one_direction(cap, kappa, mu_np, path.ds, config.accel_max, path.closed, config)
+    bwd = _one_direction(
+        _reverse(fwd),
+        _reverse(kappa),
+        _reverse(mu_np),
+        path.ds,
+        config.brake_max,
+        path.closed,
+        config,
+    )
+    v = np.sqrt(_reverse(bwd)).clip(min=config.v_min).T
+    out = torch.from_numpy(np.ascontiguousarray(v)).to(mu_t.device)
+    return out[0] if squeeze else out
+
+
+def lap_time(path: ReferencePath, speed: Tensor) -> Tensor:
+    """Time to drive the path at the given sample speeds [s] (constant acceleration per segment).
+
+    Args:
+        path: the path (M samples).
+        speed: ``(..., M)`` speed at every sample [m/s], positive.
+
+    Returns:
+        ``(...)`` time [s]; a closed path includes the closing segment.
+    """
+    v = torch.as_tensor(speed, dtype=torch.float64)
+    nxt = torch.roll(v, -1, dims=-1) if path.closed else v[..., 1:]
+    cur = v if path.closed else v[..., :-1]
+    return (2.0 * path.ds / (cur + nxt)).sum(-1)
 
 
 def max_corner_speed(kappa: float, mu: float, fraction: float = 1.0) -> float:

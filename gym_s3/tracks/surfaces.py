@@ -214,9 +214,12 @@ class SurfaceBatch:
     def index(self, idx: Tensor) -> SurfaceBatch:
         """Select layouts (e.g. one per car from a bank of layouts): ``idx`` ``(N,)`` int64."""
         return SurfaceBatch(
-            self.base_mu[idx], self.base_id[idx], self.rects[idx], self.rect_mu[idx],
+            self.base_mu[idx],
+            self.base_id[idx],
+            self.rects[idx],
+            self.rect_mu[idx],
             self.rect_id[idx],
-        )  # fmt: skip
+        )
 
     def where(self, mask: Tensor, other: SurfaceBatch) -> SurfaceBatch:
         """Row-wise ``mask ? other : self`` for equal-sized batches (sync-free partial reset)."""
@@ -239,6 +242,13 @@ class SurfaceBatch:
             ``(mu, surface_id)``, each ``(N, Q)``: friction [-] (points dtype) and int64 index into
             :data:`SURFACE_NAMES`. Where patches overlap, the one listed last wins.
         """
+        if points.ndim != 3 or points.shape[-1] != 2:
+            raise ConfigError(f"points must have shape (N, Q, 2), got {tuple(points.shape)}")
+        if self.num_layouts not in (1, points.shape[0]):
+            raise ConfigError(
+                f"{self.num_layouts} layouts cannot serve {points.shape[0]} cars: use one layout "
+                "per car (SurfaceBatch.index) or a single layout for all"
+            )
         r = self.rects.to(points.dtype)[:, None, :, :]  # (B, 1, P, 6)
         rel_x = points[:, :, None, 0] - r[..., 0]
         rel_y = points[:, :, None, 1] - r[..., 1]
@@ -273,6 +283,8 @@ class PatchConfig:
         coverage: range of the fraction of the road width a patch covers [-]; a patch touches one
             edge, the other edge or sits in the middle with equal probability.
         surface: surface of the patches.
+        mu: optional range of the patch friction [-], drawn uniformly per patch; ``None`` uses the
+            surface's tabulated value (e.g. 0.10 for ice).
         piece_length_m: patches on curves are split into rectangles at most this long [m].
         margin_m: distance kept free after the start of an open path [m].
     """
@@ -281,6 +293,7 @@ class PatchConfig:
     length_m: tuple[float, float] = (8.0, 30.0)
     coverage: tuple[float, float] = (0.4, 1.0)
     surface: str = "ice"
+    mu: tuple[float, float] | None = None
     piece_length_m: float = 4.0
     margin_m: float = 30.0
 
@@ -292,6 +305,10 @@ class PatchConfig:
             raise ConfigError(f"patch length range must be positive and ordered: {self.length_m}")
         if not 0 < self.coverage[0] <= self.coverage[1] <= 1.0:
             raise ConfigError(f"patch coverage must be within (0, 1] and ordered: {self.coverage}")
+        if self.mu is not None and not 0.0 <= self.mu[0] <= self.mu[1] <= 3.0:
+            raise ConfigError(f"patch friction range must lie in [0, 3] and be ordered: {self.mu}")
+        if self.piece_length_m <= 0 or self.margin_m < 0:
+            raise ConfigError("piece_length_m must be positive and margin_m non-negative")
         get_surface(self.surface)
 
 
@@ -376,7 +393,8 @@ def sample_layout(
             d_min = w_left - width
         else:
             d_min = 0.5 * (w_left - w_right) - width / 2
-        band = PatchBand(s0, length, d_min, d_min + width, patch_surface.name, patch_surface.mu)
+        mu = patch_surface.mu if pc.mu is None else float(rng.uniform(*pc.mu))
+        band = PatchBand(s0, length, d_min, d_min + width, patch_surface.name, mu)
         bands.append(band)
         rects.extend(band_to_rects(path, band, pc.piece_length_m))
     return SurfaceLayout(base=base.name, base_mu=base.mu, patches=tuple(rects), bands=tuple(bands))
