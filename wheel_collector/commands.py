@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from gym_s3.errors import ActionError
+from gym_s3.spec import ACTION_FEATURES
 
 __all__ = [
     "SAFE_BRAKE",
@@ -123,10 +124,11 @@ class DriverCommand:
     def to_action(self) -> np.ndarray:
         """Return the action ``(2,)`` float32 ``[steer, accel]`` with ``accel = throttle - brake``.
 
-        This is the project's action layout (``gym_s3`` spec). Pressing both pedals cancels out
-        in ``accel``; the separate pedal values stay available on the command itself for logging.
+        The layout is :data:`gym_s3.spec.ACTION_FEATURES`. Pressing both pedals cancels out in
+        ``accel``; the separate pedal values stay available on the command itself for logging.
         """
-        return np.array([self.steer, self.accel], dtype=np.float32)
+        values = {"steer": self.steer, "accel": self.accel}
+        return np.array([values[feature.name] for feature in ACTION_FEATURES], dtype=np.float32)
 
 
 #: What every source sends while its device is missing: wheel centred, no throttle, half brake.

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from gym_s3.errors import ActionError
+from gym_s3.spec import ACTION_FEATURES, single_action_space
 from wheel_collector.commands import (
     SAFE_BRAKE,
     SAFE_COMMAND,
@@ -29,6 +30,16 @@ def test_to_action_is_steer_and_throttle_minus_brake() -> None:
     np.testing.assert_allclose(action, [0.25, 0.5])
     braking = DriverCommand(steer=-1.0, throttle=0.0, brake=0.8, source="test").to_action()
     np.testing.assert_allclose(braking, [-1.0, -0.8], rtol=1e-6)
+
+
+def test_actions_fit_the_project_action_space() -> None:
+    """Commands at the extremes map into the spec's action space, named steer then accel."""
+    assert [f.name for f in ACTION_FEATURES] == ["steer", "accel"]
+    space = single_action_space()
+    for steer, throttle, brake in [(-1, 0, 1), (1, 1, 0), (0, 1, 1), (0.3, 0.2, 0.0)]:
+        command = DriverCommand(steer=steer, throttle=throttle, brake=brake, source="test")
+        assert space.contains(command.to_action())
+    assert space.contains(SAFE_COMMAND.to_action())
 
 
 @pytest.mark.parametrize(
