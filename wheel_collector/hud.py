@@ -167,8 +167,8 @@ class Hud:
         if state.status is not InputStatus.CONNECTED:
             pg.draw.rect(canvas, DISCONNECTED_COLOUR, self.banner_rect)
             what = "DISCONNECTED" if state.status is InputStatus.DISCONNECTED else "NO DEVICE"
-            text = state.message or f"{what}: plug the wheel in to resume (safe controls sent)"
-            label = font.render(f"{state.device or 'input'} {text}", True, TEXT_COLOUR)
+            text = state.message or f"{what}: plug it back in to resume  ({state.device})"
+            label = font.render(text, True, TEXT_COLOUR)
             canvas.blit(label, (margin, y + (h - label.get_height()) // 2))
             return
         colour, badge = (RECORDING_COLOUR, "REC") if state.recording else (PAUSED_COLOUR, "PAUSED")
