@@ -1,1 +1,60 @@
-"""Reference paths, built-in tracks, Frenet projection, surface layouts and speed profiles."""
+"""Reference paths, built-in tracks, Frenet projection, surface layouts and speed profiles.
+
+Main entry points:
+
+* :func:`get_track` builds a track by name (``"putnam"``, ``"procedural:<seed>"``,
+  ``"town:<seed>"``, ``"file:<csv>"``, ``"boundaries:<left>,<right>"``);
+* :class:`ReferencePath` is the path type with batched Frenet projection
+  (:meth:`ReferencePath.project`);
+* :class:`SurfaceLayout` / :class:`SurfaceBatch` describe the surfaces of an episode and look up
+  the friction under wheels (:meth:`SurfaceBatch.friction_at`);
+* :func:`speed_profile` gives friction-aware target speeds along a path.
+
+Importing this package needs only numpy and torch (plots import matplotlib when called).
+"""
+
+from gym_s3.tracks.friction import FrictionField, UniformFriction
+from gym_s3.tracks.path import Frenet, PathFeature, PathSample, ReferencePath, wrap_angle
+from gym_s3.tracks.registry import get_track, list_tracks
+from gym_s3.tracks.speed_profile import SpeedProfileConfig, lap_time, speed_profile
+from gym_s3.tracks.surfaces import (
+    SURFACE_NAMES,
+    SURFACES,
+    LayoutConfig,
+    PatchBand,
+    PatchConfig,
+    RectPatch,
+    Surface,
+    SurfaceBatch,
+    SurfaceLayout,
+    friction_along,
+    get_surface,
+    sample_layout,
+)
+
+__all__ = [
+    "SURFACES",
+    "SURFACE_NAMES",
+    "Frenet",
+    "FrictionField",
+    "LayoutConfig",
+    "PatchBand",
+    "PatchConfig",
+    "PathFeature",
+    "PathSample",
+    "RectPatch",
+    "ReferencePath",
+    "SpeedProfileConfig",
+    "Surface",
+    "SurfaceBatch",
+    "SurfaceLayout",
+    "UniformFriction",
+    "friction_along",
+    "get_surface",
+    "get_track",
+    "lap_time",
+    "list_tracks",
+    "sample_layout",
+    "speed_profile",
+    "wrap_angle",
+]

@@ -80,8 +80,8 @@ def _draw_road(ax: Axes, path: ReferencePath, colour: str) -> None:
     )
 
 
-def _draw_layout(ax: Axes, layout: SurfaceLayout) -> None:
-    """Patch rectangles, coloured by surface."""
+def _draw_layout(ax: Axes, path: ReferencePath, layout: SurfaceLayout) -> None:
+    """Patch rectangles coloured by surface, outlined, and marked so small patches stay visible."""
     polygon_cls = require("matplotlib.patches", purpose="plotting tracks").Polygon
     for rect in layout.patches:
         c, s = np.cos(rect.yaw), np.sin(rect.yaw)
@@ -90,8 +90,38 @@ def _draw_layout(ax: Axes, layout: SurfaceLayout) -> None:
         world = local @ np.array([[c, s], [-s, c]]) + np.array([rect.cx, rect.cy])
         colour = SURFACE_COLOURS.get(rect.surface, "#ff00ff")
         ax.add_patch(
-            polygon_cls(world, closed=True, facecolor=colour, edgecolor="none", alpha=0.9, zorder=2)
+            polygon_cls(
+                world,
+                closed=True,
+                facecolor=colour,
+                edgecolor="#1f4e79",
+                linewidth=0.6,
+                alpha=0.95,
+                zorder=2,
+            )
         )
+    if layout.bands:
+        mids = torch.tensor([b.s_start + b.length / 2 for b in layout.bands], dtype=torch.float64)
+        smp = path.to(dtype=torch.float64).sample(mids)
+        ax.scatter(
+            smp.x.numpy(),
+            smp.y.numpy(),
+            s=60,
+            marker="o",
+            facecolors="none",
+            edgecolors="#1f4e79",
+            linewidths=1.5,
+            zorder=6,
+            label="surface patch",
+        )
+
+
+def figsize_for(path: ReferencePath, *, width: float = 9.0) -> tuple[float, float]:
+    """A figure size [in] whose aspect fits the path's bounding box (height 3-12 in)."""
+    xy = path.xyz[:, :2]
+    span = (xy.max(dim=0).values - xy.min(dim=0).values).clamp(min=1.0)
+    height = width * float(span[1] / span[0]) + 1.0
+    return width, float(min(max(height, 3.0), 12.0))
 
 
 def _draw_start_and_direction(ax: Axes, path: ReferencePath) -> None:
@@ -199,7 +229,7 @@ def plot_track(
     base = layout.base if layout is not None else "asphalt"
     _draw_road(ax, path, SURFACE_COLOURS.get(base, "#b0b0b0"))
     if layout is not None:
-        _draw_layout(ax, layout)
+        _draw_layout(ax, path, layout)
     _draw_start_and_direction(ax, path)
     if show_features:
         _draw_features(ax, path)
