@@ -45,6 +45,8 @@ class TaskConfig:
         start_heading_rad: start heading error drawn from ``U(-x, x)`` [rad].
         start_speed_fraction: start speed as a fraction of the target speed, ``U(lo, hi)``.
         complete_margin_m: an open route is completed this close to its end [m].
+        complete_laps: on closed paths, the episode is completed after this many laps of
+            progress (``None``: closed-path episodes end only by failure or the time limit).
         window: Frenet search half-window [samples]; must cover one step of travel.
     """
 
@@ -57,6 +59,7 @@ class TaskConfig:
     start_heading_rad: float = 0.05
     start_speed_fraction: tuple[float, float] = (0.6, 1.0)
     complete_margin_m: float = 2.0
+    complete_laps: float | None = None
     window: int = 12
 
     def __post_init__(self) -> None:
@@ -67,6 +70,8 @@ class TaskConfig:
         lo, hi = self.start_speed_fraction
         if not 0.0 <= lo <= hi:
             raise ConfigError(f"start_speed_fraction must satisfy 0 <= lo <= hi, got {lo}, {hi}")
+        if self.complete_laps is not None and self.complete_laps <= 0:
+            raise ConfigError(f"complete_laps must be positive, got {self.complete_laps}")
 
 
 @dataclass(frozen=True)
@@ -271,6 +276,9 @@ class TrackingTask:
         off = metrics.off_track(fr.d, fr.width_left, fr.width_right, cfg.off_track_margin_m)
         spin = herr.abs() > cfg.spin_heading_rad
         completed = ~closed & (fr.s >= length - cfg.complete_margin_m)
+        if cfg.complete_laps is not None:
+            laps = (self.stats.progress + advanced) / length
+            completed = completed | (closed & (laps >= cfg.complete_laps))
         failed = off | spin | bad
         terminated = failed | completed
         self.steps = self.steps + 1

@@ -14,7 +14,9 @@ from gym_s3.rewards import RewardWeights, compute_reward
 
 def test_heading_error_wraps():
     """Heading error of +179 deg vs -179 deg is -2 deg, not 358 deg."""
-    err = metrics.heading_error(torch.tensor([math.radians(179)]), torch.tensor([math.radians(-179)]))
+    err = metrics.heading_error(
+        torch.tensor([math.radians(179)]), torch.tensor([math.radians(-179)])
+    )
     assert err.item() == pytest.approx(math.radians(-2), abs=1e-6)
 
 

@@ -10,7 +10,7 @@ from gym_s3.errors import CheckpointError, ConfigError
 
 
 def test_action_space_is_two_unit_boxes():
-    """Action space must be Box(-1, 1, (2,), float32) = [steer, accel] (breaks if layout changes)."""
+    """Action space must be Box(-1, 1, (2,), float32) = [steer, accel]."""
     space = spec.single_action_space()
     assert space.shape == (2,)
     assert space.dtype == np.float32

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from path_helpers import make_circle, make_straight
 
-from conftest import make_circle, make_straight
 from gym_s3.observations import EgoState
 from gym_s3.scenarios import PoolConfig, ScenarioPool
 from gym_s3.spec import feature_index
@@ -121,3 +121,16 @@ def test_oracle_observation_sees_ice_under_the_wheels():
     task.reset(torch.ones(1, dtype=torch.bool), torch.Generator().manual_seed(7))
     obs = task.observe(_on_path(task, task.s))
     assert obs[0, feature_index("mu_fl", "oracle") :].tolist() == pytest.approx([0.1] * 4)
+
+
+def test_lap_completion_on_closed_paths():
+    """With complete_laps=0.1, a car that progressed a tenth of the loop completes (no failure)."""
+    task = TrackingTask(_pool(), 1, TaskConfig(complete_laps=0.1))
+    task.reset(torch.ones(1, dtype=torch.bool), torch.Generator().manual_seed(8))
+    length = float(task.pool.bank.length[0])
+    done = []
+    for _ in range(12):
+        out = task.step(_on_path(task, task.s + length / 110), torch.zeros(1, 2))
+        done.append(bool(out.terminated))
+    assert done.index(True) == 10
+    assert out.info["completed"].item() and out.info["reward/failure"].item() == 0.0

@@ -6,8 +6,8 @@ import math
 
 import pytest
 import torch
+from path_helpers import make_circle, make_straight
 
-from conftest import make_circle, make_straight
 from gym_s3.errors import ConfigError
 from gym_s3.scenarios import LABELS, PathBank, label_mask, label_names, label_windows
 

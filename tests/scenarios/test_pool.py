@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from path_helpers import make_circle, make_straight
 
-from conftest import make_circle, make_straight
 from gym_s3.errors import ConfigError
 from gym_s3.scenarios import PoolConfig, ScenarioPool
 from gym_s3.tracks.speed_profile import GRAVITY
@@ -15,6 +15,7 @@ from gym_s3.tracks.surfaces import SurfaceLayout
 
 @pytest.fixture(scope="module")
 def pool() -> ScenarioPool:
+    """A circle (asphalt and ice variants) and a straight."""
     circle, straight = make_circle(20.0), make_straight(400.0)
     layouts = [[SurfaceLayout.uniform("asphalt"), SurfaceLayout.uniform("ice")],
                [SurfaceLayout.uniform("asphalt")]]  # fmt: skip
@@ -39,7 +40,7 @@ def test_target_speed_respects_friction_on_ice(pool):
 
 
 def test_labels_and_filter(pool):
-    """Circle scenarios are sharp turns; ice ones low-friction; the straight cruises; filters work."""
+    """Circle scenarios are sharp turns, ice ones low-friction; filters select by label."""
     counts = pool.label_counts()
     assert counts["sharp_turn"] == int((pool.scenario_variant < 2).sum())
     assert counts["low_friction"] == int((pool.scenario_variant == 1).sum())
