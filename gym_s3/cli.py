@@ -15,7 +15,10 @@ from collections.abc import Sequence
 from gym_s3.errors import S3Error
 
 #: subcommand modules, in the order they appear in ``s3 --help``
-COMMAND_MODULES: tuple[str, ...] = ("gym_s3.tracks.cli",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "gym_s3.tracks.cli",
+    "gym_s3.beamng.cli",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
