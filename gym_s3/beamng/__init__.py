@@ -23,7 +23,7 @@ def __getattr__(name: str) -> Any:
 
         return StandInServer
     if name == "WorldConfig":
-        from gym_s3.beamng.world import WorldConfig
+        from gym_s3.beamng.config import WorldConfig
 
         return WorldConfig
     raise AttributeError(f"module 'gym_s3.beamng' has no attribute {name!r}")

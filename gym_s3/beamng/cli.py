@@ -82,8 +82,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until Ctrl-C (or ``Quit`` with ``--exit-on-quit``); returns the exit status."""
+    from gym_s3.beamng.config import WorldConfig
     from gym_s3.beamng.server import StandInServer
-    from gym_s3.beamng.world import WorldConfig
 
     logging.basicConfig(
         level=getattr(logging, args.log_level),

@@ -25,6 +25,8 @@ HEADER_BYTES = 4
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 #: protocol version string the beamngpy 1.36 client requires in every ``Hello`` reply
 PROTOCOL_VERSION = "v1.27"
+#: how the stand-in names itself in replies, logs and on the command line
+SERVER_NAME = "sim2sim2sim open stand-in (not BeamNG)"
 
 _HEADER = struct.Struct("!I")
 _RECV_CHUNK = 1 << 16

@@ -26,21 +26,21 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from gym_s3.beamng import handlers
+from gym_s3.beamng import handlers, vehicle_handlers
+from gym_s3.beamng.config import WorldConfig
 from gym_s3.beamng.protocol import (
     MAX_FRAME_BYTES,
+    SERVER_NAME,
     FrameError,
     RequestError,
     RequestValueError,
     encode_frame,
     read_frame,
 )
-from gym_s3.beamng.world import World, WorldConfig
+from gym_s3.beamng.world import World
 from gym_s3.errors import ConfigError, S3Error
 
 LOGGER = logging.getLogger(__name__)
-#: how the server names itself in logs and replies
-SERVER_NAME = "sim2sim2sim open stand-in (not BeamNG)"
 _JOIN_TIMEOUT_S = 2.0
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -229,7 +229,7 @@ class StandInServer:
             raise StrictModeError(
                 "the stand-in received requests it does not implement: "
                 + ", ".join(sorted(set(self.unknown_requests)))
-                + ". Implement them in gym_s3/beamng/handlers.py or stop using them."
+                + ". Implement them in gym_s3/beamng/handlers.py (GE) or vehicle_handlers.py (VE)."
             )
 
     def __enter__(self) -> StandInServer:
@@ -345,7 +345,7 @@ class StandInServer:
     def _dispatch(self, conn: Connection, message: dict[str, Any]) -> dict[str, Any] | None:
         req_id = message.get("_id")
         mtype = message.get("type")
-        table = handlers.GE_HANDLERS if conn.vid is None else handlers.VE_HANDLERS
+        table = handlers.GE_HANDLERS if conn.vid is None else vehicle_handlers.VE_HANDLERS
         handler = table.get(mtype) if isinstance(mtype, str) else None
         reply: dict[str, Any] | None
         if handler is None:

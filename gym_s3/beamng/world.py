@@ -23,74 +23,20 @@ from typing import Any
 import numpy as np
 import torch
 
+from gym_s3.beamng.config import WorldConfig
 from gym_s3.beamng.fleet import BRAKE, CLUTCH, CONTROL_COLUMNS, PARKINGBRAKE, THROTTLE, Fleet, Pose
 from gym_s3.beamng.ground import Cube, GroundModel, default_ground_models, surface_layout
 from gym_s3.beamng.lua import parse_ground_model_lua
 from gym_s3.beamng.prefab import Prefab
 from gym_s3.beamng.protocol import RequestError, RequestValueError
 from gym_s3.beamng.terrain import HeightFn, height_fn_for_level
-from gym_s3.errors import ConfigError
+from gym_s3.tracks.friction import FrictionField, UniformFriction
 from gym_s3.tracks.surfaces import SURFACE_NAMES, SURFACES, SurfaceBatch
-from gym_s3.vehicle import SEDAN, VehicleParams
 
 LOGGER = logging.getLogger(__name__)
 _GROUND_MODEL_OF_SURFACE = {s.name: s.ground_model for s in SURFACES.values()}
 #: torch's OpenMP backend keeps ``set_num_threads`` per thread; other backends make it global
 _THREAD_LOCAL_TORCH_THREADS = "parallel backend: OpenMP" in torch.__config__.parallel_info()
-
-
-@dataclass(frozen=True)
-class WorldConfig:
-    """Physics and sensor settings of the stand-in world.
-
-    Attributes:
-        steps_per_second: frames per simulated second until ``FPSLimit`` changes it [1/s].
-        physics_rate_hz: target physics rate; a frame is ``round(rate / sps)`` physics steps [Hz].
-        vehicle_params: parameters of every vehicle (jBeam model names are recorded, not used).
-        abs_enabled: simulate anti-lock brakes.
-        steering_ratio: steering-wheel angle / road-wheel angle for the ``steering`` electric [-].
-        smoothing_rate: rate of the filter behind the smoothed ``GForces`` values [1/s].
-        idle_rpm: the ``rpm`` electric at standstill [1/min].
-        drive_ratio: driven-wheel speed to ``rpm`` ratio of the stand-in's single-speed drive [-]
-            (the vehicle has no gearbox; ``rpm`` is informative only).
-        dtype: ``"float64"`` (default, bitwise-repeatable reference) or ``"float32"``.
-        device: torch device of the physics.
-        torch_threads: intra-op threads of each server thread (a handful of cars gains nothing
-            from more; under torch's OpenMP backend the setting is per thread, so it does not
-            touch the rest of the process; 0 leaves torch's setting alone).
-    """
-
-    steps_per_second: int = 60
-    physics_rate_hz: float = 1000.0
-    vehicle_params: VehicleParams = SEDAN
-    abs_enabled: bool = True
-    steering_ratio: float = 15.0
-    smoothing_rate: float = 7.0
-    idle_rpm: float = 800.0
-    drive_ratio: float = 3.5
-    dtype: str = "float64"
-    device: str = "cpu"
-    torch_threads: int = 1
-
-    def __post_init__(self) -> None:
-        """Validate every field."""
-        if not (isinstance(self.steps_per_second, int) and 1 <= self.steps_per_second <= 2000):
-            raise ConfigError(
-                f"steps_per_second must be an int in [1, 2000], got {self.steps_per_second!r}"
-            )
-        for name in ("physics_rate_hz", "steering_ratio", "smoothing_rate", "drive_ratio"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"WorldConfig.{name} must be > 0, got {getattr(self, name)!r}")
-        if not (isinstance(self.torch_threads, int) and self.torch_threads >= 0):
-            raise ConfigError(
-                f"WorldConfig.torch_threads must be an int >= 0, got {self.torch_threads!r}"
-            )
-        if self.idle_rpm < 0:
-            raise ConfigError(f"WorldConfig.idle_rpm must be >= 0, got {self.idle_rpm!r}")
-        if self.dtype not in ("float32", "float64"):
-            raise ConfigError(
-                f"WorldConfig.dtype must be 'float32' or 'float64', got {self.dtype!r}"
-            )
 
 
 @dataclass(frozen=True)
@@ -183,6 +129,7 @@ class World:
         self._object_ids = itertools.count(1000)
         self._height_fn: HeightFn | None = None
         self._friction: SurfaceBatch | None = None
+        self._uniform: UniformFriction | None = None
         self._snapshot: dict[str, Any] | None = None
 
     def configure_thread(self) -> None:
@@ -222,7 +169,16 @@ class World:
         if self._friction is None:
             layout = surface_layout(self.ground_models, list(self.cubes.values()))
             self._friction = layout.batch(self.fleet.device, self.dtype)
+            self._uniform = UniformFriction(layout.base_mu) if not layout.patches else None
         return self._friction
+
+    def physics_friction(self) -> FrictionField:
+        """The field the physics reads (a cheaper uniform field while there are no patches).
+
+        Both give the same values; the uniform one skips the patch lookup.
+        """
+        field = self.friction()
+        return field if self._uniform is None else self._uniform
 
     def height_at(self, x: float, y: float) -> float:
         """Ground height at a world point [m] (0 on flat levels)."""
@@ -395,7 +351,7 @@ class World:
         if frames < 0:
             raise RequestValueError(f"Step count must be >= 0, got {frames}")
         self.require_scenario()
-        self.fleet.step(frames, self.steps_per_second, self.friction(), self._height_fn)
+        self.fleet.step(frames, self.steps_per_second, self.physics_friction(), self._height_fn)
         elapsed = frames / self.steps_per_second
         self.sim_time += elapsed
         self.scenario_time += elapsed

@@ -1,0 +1,62 @@
+"""Settings of the stand-in world (physics rate, frame rate, vehicle, sensor conventions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gym_s3.errors import ConfigError
+from gym_s3.vehicle import SEDAN, VehicleParams
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """Physics and sensor settings of the stand-in world.
+
+    Attributes:
+        steps_per_second: frames per simulated second until ``FPSLimit`` changes it [1/s].
+        physics_rate_hz: target physics rate; a frame is ``round(rate / sps)`` physics steps [Hz].
+        vehicle_params: parameters of every vehicle (jBeam model names are recorded, not used).
+        abs_enabled: simulate anti-lock brakes.
+        steering_ratio: steering-wheel angle / road-wheel angle for the ``steering`` electric [-].
+        smoothing_rate: rate of the filter behind the smoothed ``GForces`` values [1/s].
+        idle_rpm: the ``rpm`` electric at standstill [1/min].
+        drive_ratio: driven-wheel speed to ``rpm`` ratio of the stand-in's single-speed drive [-]
+            (the vehicle has no gearbox; ``rpm`` is informative only).
+        dtype: ``"float64"`` (default, bitwise-repeatable reference) or ``"float32"``.
+        device: torch device of the physics.
+        torch_threads: intra-op threads of each server thread (a handful of cars gains nothing
+            from more; under torch's OpenMP backend the setting is per thread, so it does not
+            touch the rest of the process; 0 leaves torch's setting alone).
+    """
+
+    steps_per_second: int = 60
+    physics_rate_hz: float = 1000.0
+    vehicle_params: VehicleParams = SEDAN
+    abs_enabled: bool = True
+    steering_ratio: float = 15.0
+    smoothing_rate: float = 7.0
+    idle_rpm: float = 800.0
+    drive_ratio: float = 3.5
+    dtype: str = "float64"
+    device: str = "cpu"
+    torch_threads: int = 1
+
+    def __post_init__(self) -> None:
+        """Validate every field."""
+        if not (isinstance(self.steps_per_second, int) and 1 <= self.steps_per_second <= 2000):
+            raise ConfigError(
+                f"steps_per_second must be an int in [1, 2000], got {self.steps_per_second!r}"
+            )
+        for name in ("physics_rate_hz", "steering_ratio", "smoothing_rate", "drive_ratio"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"WorldConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        if not (isinstance(self.torch_threads, int) and self.torch_threads >= 0):
+            raise ConfigError(
+                f"WorldConfig.torch_threads must be an int >= 0, got {self.torch_threads!r}"
+            )
+        if self.idle_rpm < 0:
+            raise ConfigError(f"WorldConfig.idle_rpm must be >= 0, got {self.idle_rpm!r}")
+        if self.dtype not in ("float32", "float64"):
+            raise ConfigError(
+                f"WorldConfig.dtype must be 'float32' or 'float64', got {self.dtype!r}"
+            )
