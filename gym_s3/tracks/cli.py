@@ -66,7 +66,10 @@ def register(subparsers: Any) -> None:
         "--v-max", type=float, default=30.0, help="top speed of the speed profile [m/s]"
     )
     show.add_argument(
-        "--plot", default=None, metavar="PATH.png", help="save a top-down plot to this file"
+        "--plot",
+        default=None,
+        metavar="PATH.png",
+        help="save a top-down plot with the patches to this file [path: .png, .pdf or .svg]",
     )
     show.set_defaults(func=run_show)
 

@@ -173,10 +173,11 @@ def validate_polyline(table: Table, xy: np.ndarray, *, closed: bool) -> None:
         TrackFormatError: naming the file, the offending line(s) and the fix.
     """
     if len(xy) < MIN_POINTS:
+        where = f"lines {table.lines[0]}-{table.lines[-1]} hold" if len(xy) else "the file holds"
         raise _fail(
             table.file,
             None,
-            f"only {len(xy)} points; a track needs at least {MIN_POINTS}",
+            f"{where} only {len(xy)} points; a track needs at least {MIN_POINTS}",
             "give the whole track, one point per line",
         )
     step = np.hypot(*np.diff(xy, axis=0).T)
