@@ -1,0 +1,93 @@
+"""Build (and cache in-process) the scenario pool of a :class:`~gym_s3.envs.config.ScenarioConfig`.
+
+Building a pool computes a friction-aware speed profile for every (track, layout) pair, which
+costs about a second per track; environments with the same scenario config share one pool per
+device and dtype. The label filter is applied on top of the cached unfiltered pool.
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from gym_s3.envs.config import ScenarioConfig
+from gym_s3.errors import ConfigError
+from gym_s3.scenarios.pool import ScenarioPool
+from gym_s3.tracks.path import ReferencePath
+from gym_s3.tracks.surfaces import SurfaceLayout, sample_layout
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioSource:
+    """A pool together with the paths it was built from (for rendering and evaluation).
+
+    Attributes:
+        pool: the (label-filtered) scenario pool on the env device.
+        paths: the K reference paths, index = path id in ``pool.bank``.
+    """
+
+    pool: ScenarioPool
+    paths: tuple[ReferencePath, ...]
+
+
+_LOCK = threading.Lock()
+_TRACKS: dict[str, ReferencePath] = {}
+_POOLS: dict[tuple[ScenarioConfig, str, torch.dtype], ScenarioSource] = {}
+
+
+def resolve_track(name: str) -> ReferencePath:
+    """Build the track ``name`` once per process (``"putnam"``, ``"procedural:3"``, ...).
+
+    Uses :func:`gym_s3.tracks.registry.get_track`; unknown names raise
+    :class:`~gym_s3.errors.ConfigError` listing the valid forms.
+    """
+    with _LOCK:
+        if name not in _TRACKS:
+            from gym_s3.tracks.registry import get_track
+
+            _TRACKS[name] = get_track(name)
+        return _TRACKS[name]
+
+
+def draw_layouts(path: ReferencePath, config: ScenarioConfig) -> list[SurfaceLayout]:
+    """The ``layouts_per_track`` layouts of ``path`` (seeded by ``layout_seed`` and the name)."""
+    rng = np.random.default_rng([config.layout_seed, zlib.crc32(path.name.encode())])
+    return [sample_layout(path, config.layout, rng) for _ in range(config.layouts_per_track)]
+
+
+def scenario_source(
+    config: ScenarioConfig, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
+) -> ScenarioSource:
+    """The scenario pool of ``config`` on ``device`` (built once per process, then cached).
+
+    Raises:
+        ConfigError: for unknown tracks or labels, or when no scenario matches the label filter
+            (the message lists how many scenarios carry each label).
+    """
+    key = (config.source_key(), str(torch.device(device)), dtype)
+    with _LOCK:
+        cached = _POOLS.get(key)
+    if cached is None:
+        paths = tuple(resolve_track(name) for name in config.tracks)
+        names = [p.name for p in paths]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"tracks must be distinct, got {list(config.tracks)}")
+        layouts = [draw_layouts(p, config) for p in paths]
+        pool = ScenarioPool.build(paths, layouts, config.pool, device=device, dtype=dtype)
+        cached = ScenarioSource(pool=pool, paths=paths)
+        with _LOCK:
+            _POOLS[key] = cached
+    if not config.labels:
+        return cached
+    return ScenarioSource(cached.pool.filter(config.labels, match=config.match), cached.paths)
+
+
+def clear_cache() -> None:
+    """Forget every cached track and pool (frees their memory)."""
+    with _LOCK:
+        _TRACKS.clear()
+        _POOLS.clear()
