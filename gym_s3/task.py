@@ -102,8 +102,9 @@ class TaskStep:
         reward: ``(N,)`` float32 reward.
         terminated: ``(N,)`` bool: off road, spin-out, non-finite state or route completed.
         truncated: ``(N,)`` bool: time limit reached (never together with ``terminated``).
-        info: per-car diagnostics ``(N,)``: reward terms (``reward/<term>``), tracking errors,
-            termination reasons and ``episode/<metric>`` summaries (valid where done).
+        info: per-car diagnostics ``(N,)``: reward terms (``reward/<term>``), pose (``x``, ``y``,
+            ``yaw``), tracking errors, termination reasons and ``episode/<metric>`` summaries
+            (valid where done).
     """
 
     obs: Tensor
@@ -307,6 +308,9 @@ class TrackingTask:
         obs = self._observe(ego, fr, v_ref, wheel_mu if cfg.obs_mode == "oracle" else None)
         info: dict[str, Tensor] = {f"reward/{k}": v for k, v in terms.items()}
         info.update(
+            x=ego.x,
+            y=ego.y,
+            yaw=ego.yaw,
             cross_track_error=fr.d,
             heading_error=herr,
             speed_error=serr,

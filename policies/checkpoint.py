@@ -1,0 +1,108 @@
+"""Policy checkpoints and the inference-only policy used by evaluation.
+
+A policy checkpoint is a :mod:`gym_s3.checkpoints` checkpoint of kind ``"policy"``: the actor
+weights and the observation normaliser in safetensors, and in the JSON sidecar the spec version,
+the backend it was trained on, the observation mode, the network shape and the training settings.
+Loading needs neither TorchRL nor the training code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from gym_s3 import checkpoints
+from gym_s3.errors import ActionError, CheckpointError
+from gym_s3.spec import observation_size
+from policies.networks import ActorNet, RunningNorm
+
+KIND = "policy"
+
+
+def save_policy(
+    path: str | os.PathLike[str],
+    actor: ActorNet,
+    *,
+    backend: str,
+    obs_mode: str,
+    training: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Write a policy checkpoint (``<stem>.safetensors`` + ``<stem>.json``)."""
+    hidden = [m.out_features for m in actor.body if isinstance(m, torch.nn.Linear)][:-1]
+    meta = {
+        "backend": backend,
+        "obs_mode": obs_mode,
+        "obs_size": observation_size(obs_mode),
+        "hidden": hidden,
+        "training": training,
+        **(extra or {}),
+    }
+    tensors = {k: v for k, v in actor.state_dict().items()}
+    return checkpoints.save(path, tensors, meta, kind=KIND)
+
+
+@dataclass
+class Policy:
+    """A trained policy for inference: ``act(obs) -> action`` in ``[-1, 1]^2``.
+
+    Attributes:
+        actor: the actor network (with its normaliser).
+        backend: the dynamics backend it was trained in.
+        obs_mode: observation mode it expects.
+        meta: the checkpoint metadata.
+        path: the checkpoint sidecar path.
+    """
+
+    actor: ActorNet
+    backend: str
+    obs_mode: str
+    meta: dict[str, Any]
+    path: Path | None = None
+
+    @torch.no_grad()
+    def act(self, obs: Tensor | np.ndarray) -> Tensor | np.ndarray:
+        """Deterministic action for ``(F,)`` or ``(N, F)`` observations (numpy in, numpy out)."""
+        is_np = isinstance(obs, np.ndarray)
+        x = torch.as_tensor(obs, dtype=torch.float32)
+        size = self.meta["obs_size"]
+        if x.shape[-1] != size:
+            raise ActionError(
+                f"policy {self.path} expects observations with {size} features "
+                f"(obs_mode '{self.obs_mode}'), got shape {tuple(x.shape)}; build the env with "
+                f"obs_mode='{self.obs_mode}'."
+            )
+        device = next(self.actor.parameters()).device
+        out = self.actor.act(x.to(device))
+        return out.cpu().numpy() if is_np else out
+
+
+def load_policy(path: str | os.PathLike[str], *, device: torch.device | str = "cpu") -> Policy:
+    """Load a policy checkpoint written by :func:`save_policy` (strict, no pickle).
+
+    Raises:
+        CheckpointError: a damaged, foreign, wrong-kind or wrong-spec checkpoint, or weights that
+            do not fit the recorded network shape.
+    """
+    ckpt = checkpoints.load(path, kind=KIND, device=device)
+    meta = ckpt.meta
+    for key in ("backend", "obs_mode", "obs_size", "hidden"):
+        if key not in meta:
+            raise CheckpointError(f"{ckpt.path} lacks '{key}' in its metadata; re-save the policy")
+    if meta["obs_size"] != observation_size(meta["obs_mode"]):
+        raise CheckpointError(
+            f"{ckpt.path} was made for {meta['obs_size']} observation features but mode "
+            f"'{meta['obs_mode']}' has {observation_size(meta['obs_mode'])}; re-train the policy."
+        )
+    actor = ActorNet(RunningNorm(meta["obs_size"]), meta["obs_size"], meta["hidden"])
+    checkpoints.check_tensors(ckpt.tensors, actor.state_dict(), f"policy {ckpt.path}")
+    actor.load_state_dict(ckpt.tensors)
+    actor.to(device).eval()
+    return Policy(actor=actor, backend=meta["backend"], obs_mode=meta["obs_mode"], meta=meta,
+                  path=ckpt.path)  # fmt: skip

@@ -1,0 +1,171 @@
+"""PPO training settings and the named presets (one per dynamics backend, plus ``oracle``).
+
+Every field documents its unit; ``s3 train --help`` shows the same text. A preset is a
+:class:`PPOConfig` instance; command-line options override single fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gym_s3.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """Settings of one PPO run in ``S3Distilled-v0``.
+
+    Attributes:
+        backend: dynamics backend the policy trains in (``bicycle``, ``ddm``, ``trans``, ``dytr``).
+        dynamics_checkpoint: dynamics checkpoint path (``None``: the shipped default of
+            ``backend``; the untrained bicycle if none is shipped).
+        obs_mode: ``default`` or ``oracle`` (friction under the wheels in the observation).
+        num_envs: cars simulated in parallel.
+        rollout_steps: steps per car per collected batch (batch = num_envs × rollout_steps frames).
+        total_frames: stop after this many environment steps (frames).
+        time_budget_s: stop after this much wall-clock time [s] (``None``: no limit).
+        epochs: PPO epochs over each batch.
+        minibatch_size: frames per gradient step.
+        lr: Adam learning rate, linearly annealed to 0 when ``anneal_lr``.
+        anneal_lr: anneal the learning rate over ``total_frames``.
+        gamma: discount per 50 ms step.
+        gae_lambda: GAE lambda.
+        clip_epsilon: PPO ratio clip.
+        entropy_coef: entropy bonus weight.
+        critic_coef: value-loss weight.
+        max_grad_norm: gradient-norm clip.
+        hidden: hidden layer widths of actor and critic.
+        init_log_std: initial log standard deviation of the actions (pre-squash).
+        max_episode_steps: episode length in the distilled env [steps of 50 ms].
+        tracks: scenario-pool tracks.
+        layouts_per_track: surface layouts per track.
+        scenarios: label filter of the scenario pool (empty: all).
+        eval_every: quick evaluation every this many iterations (0: never).
+        checkpoint_every: checkpoint every this many iterations (0: only at the end).
+        seed: seed of the env, the networks and the sampling.
+        device: torch device (``cpu``, ``cuda``).
+        logger: ``csv`` (default) or ``tensorboard`` (needs the tensorboard package).
+    """
+
+    backend: str = "ddm"
+    dynamics_checkpoint: str | None = None
+    obs_mode: str = "default"
+    num_envs: int = 1024
+    rollout_steps: int = 32
+    total_frames: int = 20_000_000
+    time_budget_s: float | None = None
+    epochs: int = 4
+    minibatch_size: int = 8192
+    lr: float = 3e-4
+    anneal_lr: bool = True
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_epsilon: float = 0.2
+    entropy_coef: float = 1e-3
+    critic_coef: float = 0.5
+    max_grad_norm: float = 1.0
+    hidden: tuple[int, ...] = (128, 128)
+    init_log_std: float = -0.7
+    max_episode_steps: int = 600
+    tracks: tuple[str, ...] = ("putnam", "procedural:0", "procedural:1", "procedural:2",
+                               "procedural:3", "town:0", "town:1")  # fmt: skip
+    layouts_per_track: int = 8
+    scenarios: tuple[str, ...] = ()
+    eval_every: int = 10
+    checkpoint_every: int = 20
+    seed: int = 0
+    device: str = "cpu"
+    logger: str = "csv"
+
+    def __post_init__(self) -> None:
+        positive = ("num_envs", "rollout_steps", "total_frames", "epochs", "minibatch_size",
+                    "max_episode_steps", "layouts_per_track")  # fmt: skip
+        for name in positive:
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
+            raise ConfigError("gamma must be in (0, 1] and gae_lambda in [0, 1]")
+        if self.lr <= 0 or self.clip_epsilon <= 0:
+            raise ConfigError("lr and clip_epsilon must be positive")
+        if self.obs_mode not in ("default", "oracle"):
+            raise ConfigError(f"obs_mode must be 'default' or 'oracle', got {self.obs_mode!r}")
+        if self.logger not in ("csv", "tensorboard"):
+            raise ConfigError(f"logger must be 'csv' or 'tensorboard', got {self.logger!r}")
+        if self.time_budget_s is not None and self.time_budget_s <= 0:
+            raise ConfigError(f"time_budget_s must be positive, got {self.time_budget_s}")
+
+    @property
+    def frames_per_batch(self) -> int:
+        """Frames collected per iteration."""
+        return self.num_envs * self.rollout_steps
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``S3Distilled-v0`` for this run."""
+        kw: dict[str, Any] = {
+            "backend": self.backend,
+            "obs_mode": self.obs_mode,
+            "max_episode_steps": self.max_episode_steps,
+            "tracks": self.tracks,
+            "layouts_per_track": self.layouts_per_track,
+            "scenarios": self.scenarios,
+            "device": self.device,
+            "seed": self.seed,
+        }
+        if self.dynamics_checkpoint is not None:
+            kw["checkpoint"] = self.dynamics_checkpoint
+        return kw
+
+
+_BASE = PPOConfig()
+#: Named presets: one per backend (the policy the paper trains on it) and the oracle policy.
+PRESETS: dict[str, PPOConfig] = {
+    "bicycle": replace(_BASE, backend="bicycle"),
+    "ddm": replace(_BASE, backend="ddm"),
+    "trans": replace(_BASE, backend="trans"),
+    "dytr": replace(_BASE, backend="dytr"),
+    "oracle": replace(_BASE, backend="dytr", obs_mode="oracle"),
+    # a few seconds on a laptop: smoke tests and CI
+    "tiny": replace(
+        _BASE,
+        backend="bicycle",
+        num_envs=64,
+        rollout_steps=16,
+        total_frames=4096,
+        minibatch_size=512,
+        epochs=2,
+        hidden=(32, 32),
+        tracks=("putnam",),
+        layouts_per_track=1,
+        eval_every=2,
+        checkpoint_every=2,
+        max_episode_steps=100,
+    ),  # fmt: skip
+}
+
+
+def preset(name: str, **overrides: Any) -> PPOConfig:
+    """A preset with some fields replaced; unknown presets or fields list the valid ones."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset '{name}'; valid presets: {', '.join(PRESETS)}")
+    valid = set(PPOConfig.__dataclass_fields__)
+    unknown = sorted(set(overrides) - valid)
+    if unknown:
+        raise ConfigError(f"unknown PPO setting(s) {unknown}; valid: {', '.join(sorted(valid))}")
+    return replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})
+
+
+def config_to_dict(config: PPOConfig) -> dict[str, Any]:
+    """JSON-friendly dict of a config (for checkpoints and logs)."""
+    out = {}
+    for name in config.__dataclass_fields__:
+        value = getattr(config, name)
+        out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def config_from_dict(values: dict[str, Any]) -> PPOConfig:
+    """Inverse of :func:`config_to_dict` (lists become tuples)."""
+    valid = set(PPOConfig.__dataclass_fields__)
+    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in valid}
+    return PPOConfig(**kw)

@@ -1,0 +1,195 @@
+"""Evaluate policies: Putnam Park laps in ``S3BeamNG-v0``, scenario sets in ``S3Distilled-v0``.
+
+Every run reports the same metrics (:mod:`gym_s3.metrics`, via the task's ``episode/*`` infos):
+cross-track error (mean, max), heading error, speed-tracking error, action smoothness, completion
+and off-track steps, plus the recorded trajectory for plots and GIF frames when asked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from policies.checkpoint import Policy
+
+#: Metrics reported per run, with units (keys of the task's ``episode/*`` infos).
+METRICS: dict[str, str] = {
+    "cte_mean": "m",
+    "cte_max": "m",
+    "heading_error_mean": "rad",
+    "speed_error_mean": "m/s",
+    "action_smoothness": "1",
+    "completion": "1",
+    "off_track_steps": "steps",
+    "steps": "steps",
+}
+
+
+@dataclass
+class RunResult:
+    """One evaluation episode.
+
+    Attributes:
+        env: ``"S3BeamNG-v0"`` or ``"S3Distilled-v0/<backend>"``.
+        condition: what was varied, e.g. ``{"surface": "ice", "ice_patches": 4}``.
+        metrics: :data:`METRICS` of the episode.
+        terminated_by: ``"completed"``, ``"off_track"``, ``"spin_out"``, ``"non_finite"``,
+            ``"time_limit"``.
+        trajectory: ``(T, 2)`` car positions [m].
+        cte: ``(T,)`` signed cross-track error along the run [m].
+        s: ``(T,)`` arc length along the reference [m].
+        speed: ``(T,)`` speed [m/s]; ``target``: ``(T,)`` target speed [m/s].
+        frames: rendered frames (only when asked).
+        wall_s: wall-clock time of the run [s].
+    """
+
+    env: str
+    condition: dict[str, Any]
+    metrics: dict[str, float]
+    terminated_by: str
+    trajectory: np.ndarray
+    cte: np.ndarray
+    s: np.ndarray
+    speed: np.ndarray
+    target: np.ndarray
+    frames: list[np.ndarray] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-friendly summary (no arrays)."""
+        return {"env": self.env, "condition": self.condition, "metrics": self.metrics,
+                "terminated_by": self.terminated_by, "wall_s": self.wall_s}  # fmt: skip
+
+
+def _reason(info: dict[str, Any], truncated: bool) -> str:
+    for key in ("completed", "off_track", "spin_out", "non_finite"):
+        if bool(info.get(key, False)):
+            return key
+    return "time_limit" if truncated else "running"
+
+
+def run_episode(
+    env: Any,
+    policy: Policy,
+    *,
+    env_name: str,
+    condition: dict[str, Any],
+    seed: int = 0,
+    render_every: int = 0,
+    max_steps: int | None = None,
+) -> RunResult:
+    """Drive one episode of a single-car env with the deterministic policy.
+
+    Args:
+        env: a single-car env (``S3BeamNG-v0`` or the ``num_envs=1`` face of ``S3Distilled-v0``).
+        policy: the policy.
+        env_name: label for the report.
+        condition: what this run varies (for the report).
+        seed: reset seed.
+        render_every: keep an ``rgb_array`` frame every this many steps (0: none).
+        max_steps: stop early after this many steps.
+    """
+    t0 = time.perf_counter()
+    obs, _ = env.reset(seed=seed)
+    traj, cte, s, speed, target, frames = [], [], [], [], [], []
+    info: dict[str, Any] = {}
+    truncated = False
+    step = 0
+    while True:
+        action = policy.act(np.asarray(obs, dtype=np.float32)[None])[0]
+        obs, _, terminated, truncated, info = env.step(action)
+        step += 1
+        traj.append((float(info["x"]), float(info["y"])))
+        cte.append(float(info["cross_track_error"]))
+        s.append(float(info["s"]))
+        speed.append(float(obs[0]))
+        target.append(float(info["target_speed"]))
+        if render_every and step % render_every == 0:
+            frame = env.render()
+            if frame is not None:
+                frames.append(frame)
+        if terminated or truncated or (max_steps is not None and step >= max_steps):
+            break
+    metrics = {k: float(info[f"episode/{k}"]) for k in METRICS}
+    return RunResult(
+        env=env_name,
+        condition=condition,
+        metrics=metrics,
+        terminated_by=_reason(info, truncated),
+        trajectory=np.asarray(traj, dtype=np.float64).reshape(-1, 2),
+        cte=np.asarray(cte),
+        s=np.asarray(s),
+        speed=np.asarray(speed),
+        target=np.asarray(target),
+        frames=frames,
+        wall_s=time.perf_counter() - t0,
+    )
+
+
+def evaluate_beamng(
+    policy: Policy,
+    *,
+    surfaces: Sequence[str] = ("asphalt", "asphalt_wet", "gravel", "snow", "ice"),
+    ice_patches: Sequence[int] = (0, 4),
+    track: str = "putnam",
+    standin: bool = True,
+    host: str = "127.0.0.1",
+    port: int = 25252,
+    seed: int = 0,
+    render_every: int = 0,
+    max_steps: int | None = None,
+    progress: bool = True,
+) -> list[RunResult]:
+    """Laps of ``track`` in ``S3BeamNG-v0`` for every surface × ice-patch count.
+
+    Args:
+        policy: the policy (its ``obs_mode`` configures the env).
+        surfaces: base surfaces to test.
+        ice_patches: numbers of ice patches (0 = none) to test on each surface.
+        track: reference track.
+        standin: use the open stand-in (``True``) or a BeamNG.tech at ``host:port``.
+        host: simulator address when ``standin`` is False.
+        port: simulator port when ``standin`` is False.
+        seed: seed of the episode and of the patch placement.
+        render_every: keep a frame every this many steps for GIFs (0: none).
+        max_steps: cap on the steps of each run.
+        progress: print one line per finished run.
+    """
+    import gymnasium as gym
+
+    import gym_s3  # noqa: F401  (registers the ids)
+
+    results = []
+    name = "S3BeamNG-v0 (open stand-in)" if standin else "S3BeamNG-v0"
+    for surface in surfaces:
+        for patches in ice_patches:
+            env = gym.make(
+                "S3BeamNG-v0",
+                standin=standin,
+                host=host,
+                port=port,
+                track=track,
+                surface=surface,
+                ice_patches=patches,
+                layout_seed=seed,
+                obs_mode=policy.obs_mode,
+                render_mode="rgb_array" if render_every else None,
+            )
+            try:
+                res = run_episode(env, policy, env_name=name, seed=seed, render_every=render_every,
+                                  max_steps=max_steps,
+                                  condition={"track": track, "surface": surface,
+                                             "ice_patches": patches})  # fmt: skip
+            finally:
+                env.close()
+            results.append(res)
+            if progress:
+                m = res.metrics
+                print(f"  {name} {surface:12s} patches={patches}: {res.terminated_by:10s} "
+                      f"completion={m['completion']:.2f} cte={m['cte_mean']:.2f} m "
+                      f"({res.wall_s:.0f} s)")  # fmt: skip
+    return results

@@ -1,0 +1,115 @@
+"""Networks of the PPO policy: a running observation normaliser, a Gaussian actor and a critic.
+
+The actor outputs the pre-squash mean and a state-independent scale of a ``TanhNormal`` over the
+action box ``[-1, 1]^2``; its deterministic action is ``tanh(loc)``. The normaliser is shared by
+actor and critic, updated from collected batches (not inside ``forward``) and saved with the
+checkpoint, so a policy evaluated in ``S3BeamNG-v0`` sees observations scaled exactly as in
+training.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+
+
+class RunningNorm(nn.Module):
+    """Running mean/variance of observations, ``(x - mean) / sqrt(var + eps)`` clipped to ±clip.
+
+    Args:
+        size: feature count F.
+        clip: clip of the normalised value.
+        eps: variance floor.
+    """
+
+    def __init__(self, size: int, clip: float = 10.0, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.clip = clip
+        self.eps = eps
+        self.register_buffer("mean", torch.zeros(size, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(size, dtype=torch.float64))
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, x: Tensor) -> None:
+        """Merge the statistics of a batch ``(..., F)`` (Chan et al. parallel update)."""
+        flat = x.reshape(-1, x.shape[-1]).to(torch.float64)
+        flat = flat[torch.isfinite(flat).all(dim=-1)]
+        n = flat.shape[0]
+        if n == 0:
+            return
+        b_mean = flat.mean(dim=0)
+        b_var = flat.var(dim=0, unbiased=False)
+        total = self.count + n
+        delta = b_mean - self.mean
+        self.mean += delta * n / total
+        self.var.copy_((self.var * self.count + b_var * n + delta.square() * self.count * n / total)
+                       / total)  # fmt: skip
+        self.count.copy_(total)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Normalise ``(..., F)`` observations (same dtype as the input)."""
+        mean = self.mean.to(x.dtype)
+        std = torch.sqrt(self.var.to(x.dtype) + self.eps)
+        return ((x - mean) / std).clamp(-self.clip, self.clip)
+
+
+def mlp(
+    sizes: Sequence[int], activation: type[nn.Module] = nn.Tanh, out_gain: float = 1.0
+) -> nn.Sequential:
+    """MLP with orthogonal initialisation (gain sqrt(2) inside, ``out_gain`` on the last layer)."""
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        lin = nn.Linear(sizes[i], sizes[i + 1])
+        last = i == len(sizes) - 2
+        nn.init.orthogonal_(lin.weight, gain=out_gain if last else math.sqrt(2))
+        nn.init.zeros_(lin.bias)
+        layers.append(lin)
+        if not last:
+            layers.append(activation())
+    return nn.Sequential(*layers)
+
+
+class ActorNet(nn.Module):
+    """``obs (..., F) -> (loc (..., 2), scale (..., 2))`` of a TanhNormal policy.
+
+    Args:
+        norm: the shared observation normaliser.
+        obs_size: F.
+        hidden: hidden layer widths.
+        action_size: action dimension (2).
+        init_log_std: initial log standard deviation of the pre-squash Gaussian.
+    """
+
+    def __init__(self, norm: RunningNorm, obs_size: int, hidden: Sequence[int],
+                 action_size: int = 2, init_log_std: float = -0.5) -> None:  # fmt: skip
+        super().__init__()
+        self.norm = norm
+        self.body = mlp([obs_size, *hidden, action_size], out_gain=0.01)
+        self.log_std = nn.Parameter(torch.full((action_size,), float(init_log_std)))
+
+    def forward(self, obs: Tensor) -> tuple[Tensor, Tensor]:
+        """Pre-squash mean and scale."""
+        loc = self.body(self.norm(obs))
+        scale = torch.exp(self.log_std.clamp(-5.0, 1.0)).expand_as(loc)
+        return loc, scale
+
+    def act(self, obs: Tensor) -> Tensor:
+        """Deterministic action ``tanh(loc)`` in ``[-1, 1]`` (evaluation)."""
+        return torch.tanh(self.forward(obs)[0])
+
+
+class CriticNet(nn.Module):
+    """``obs (..., F) -> value (..., 1)``."""
+
+    def __init__(self, norm: RunningNorm, obs_size: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        self.norm = norm
+        self.body = mlp([obs_size, *hidden, 1], out_gain=1.0)
+
+    def forward(self, obs: Tensor) -> Tensor:
+        """State value."""
+        return self.body(self.norm(obs))
