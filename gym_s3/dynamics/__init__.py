@@ -1,7 +1,11 @@
-"""Distillable dynamics backends and their registry.
+"""Distillable dynamics backends, their registry and checkpoints.
 
-``make(name, **kwargs)`` builds an untrained backend; checkpoint loading (``load``) is provided by
-the distillation stage.
+``make(name, **kwargs)`` builds an untrained backend; ``load(name_or_path)`` loads a trained one
+(a registered name loads the default checkpoint shipped in ``gym_s3/assets/dynamics/``, anything
+else is a checkpoint path); ``save(backend, path, ...)`` writes a checkpoint.
+
+Backends: ``bicycle`` (kinematic, fitted), ``ddm`` (Deep Dynamics Model), ``trans`` (sliding-window
+transformer) and ``dytr`` (DDM + transformer residual).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from gym_s3.dynamics.base import (
     DynamicsBackend,
     integrate_pose,
 )
+from gym_s3.dynamics.io import default_checkpoint, load, save
+from gym_s3.dynamics.priming import state_from_window
 from gym_s3.errors import ConfigError
 
 _REGISTRY: dict[str, Callable[..., DynamicsBackend]] = {}
@@ -44,8 +50,14 @@ def _register_builtin() -> None:
     if _REGISTRY:
         return
     from gym_s3.dynamics.bicycle import BicycleBackend
+    from gym_s3.dynamics.ddm import DDMBackend
+    from gym_s3.dynamics.dytr import DyTRBackend
+    from gym_s3.dynamics.trans import TransformerBackend
 
     register_backend("bicycle", BicycleBackend)
+    register_backend("ddm", DDMBackend)
+    register_backend("trans", TransformerBackend)
+    register_backend("dytr", DyTRBackend)
 
 
 __all__ = [
@@ -53,7 +65,11 @@ __all__ = [
     "BackendState",
     "DynamicsBackend",
     "backend_names",
+    "default_checkpoint",
     "integrate_pose",
+    "load",
     "make",
     "register_backend",
+    "save",
+    "state_from_window",
 ]

@@ -1,0 +1,284 @@
+"""Training of every backend (the ``bicycle`` is fitted by the same loop).
+
+Adam on mini-batches of dataset windows, the rollout loss of :mod:`gym_s3.distill.loss` (one-step
+by default, optionally K steps feeding predictions back through ``step``), cosine learning-rate
+decay, gradient clipping, validation on held-out sessions after every epoch (and once before
+training), early stopping on the validation loss with the best weights restored, a CSV log per
+epoch and a rich progress bar. Runs are deterministic from the seed on a given machine and
+thread count (the shuffling uses its own generator; CPU kernels are deterministic).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from gym_s3.data.windows import NormStats
+from gym_s3.distill.loss import rollout_loss
+from gym_s3.distill.windows import WindowSource, fixed_subset
+from gym_s3.dynamics.base import DynamicsBackend
+from gym_s3.dynamics.learned import LearnedBackend
+from gym_s3.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyper-parameters of one training run.
+
+    Attributes:
+        epochs: maximum number of epochs.
+        batch_size: windows per mini-batch.
+        lr: initial Adam learning rate (cosine decay to ``lr * lr_final``).
+        lr_final: final learning rate as a fraction of ``lr``.
+        weight_decay: Adam L2 penalty.
+        horizon: rollout steps K of the loss (1 = one-step loss).
+        patience: epochs without validation improvement before stopping.
+        min_improvement: relative validation-loss decrease that counts as an improvement.
+        batches_per_epoch: updates per epoch (``None``: one pass over the training windows).
+        val_windows: validation windows used (evenly spread; ``None``: all).
+        grad_clip: maximum gradient norm.
+        freeze: parameter-name prefixes that are not trained (e.g. ``("base.",)`` for ``dytr``).
+        seed: seed of the initialisation-independent randomness (shuffling).
+        device: torch device.
+        progress: show a progress bar.
+    """
+
+    epochs: int = 40
+    batch_size: int = 256
+    lr: float = 1e-3
+    lr_final: float = 0.05
+    weight_decay: float = 0.0
+    horizon: int = 1
+    patience: int = 6
+    min_improvement: float = 1e-3
+    batches_per_epoch: int | None = None
+    val_windows: int | None = 20000
+    grad_clip: float = 1.0
+    freeze: tuple[str, ...] = ()
+    seed: int = 0
+    device: str = "cpu"
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "horizon", "patience"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"TrainConfig.{name} must be an integer >= 1, got {value!r}")
+        for name in ("batches_per_epoch", "val_windows"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigError(f"TrainConfig.{name} must be None or an integer >= 1")
+        for name in ("lr", "grad_clip"):
+            if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
+                raise ConfigError(f"TrainConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        if not 0 < self.lr_final <= 1:
+            raise ConfigError(f"TrainConfig.lr_final must be in (0, 1], got {self.lr_final!r}")
+        if self.weight_decay < 0 or self.min_improvement < 0:
+            raise ConfigError("TrainConfig.weight_decay and min_improvement must be >= 0")
+        object.__setattr__(self, "freeze", tuple(self.freeze))
+
+
+@dataclass
+class TrainResult:
+    """Outcome of :func:`train`.
+
+    Attributes:
+        epochs: per-epoch log rows (epoch 0 = before training).
+        best_epoch: epoch whose weights were kept.
+        best_val_loss: their validation loss.
+        stopped_early: early stopping ended the run.
+        trainable_params: number of trained scalars.
+        seconds: wall time [s].
+    """
+
+    epochs: list[dict[str, float]] = field(default_factory=list)
+    best_epoch: int = 0
+    best_val_loss: float = math.inf
+    stopped_early: bool = False
+    trainable_params: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary."""
+        return asdict(self)
+
+
+@torch.no_grad()
+def evaluate_loss(
+    backend: DynamicsBackend,
+    source: WindowSource,
+    index: Tensor,
+    horizon: int,
+    delta_std: Tensor,
+    device: torch.device | str = "cpu",
+    batch_size: int = 4096,
+) -> float:
+    """Mean rollout loss over the windows ``index`` of ``source`` (eval mode, no gradients)."""
+    was_training = backend.training
+    backend.eval()
+    total, count = 0.0, 0
+    for chunk in index.split(batch_size):
+        batch = _to(source.batch(chunk), device)
+        total += float(rollout_loss(backend, batch, horizon, delta_std)) * len(chunk)
+        count += len(chunk)
+    backend.train(was_training)
+    return total / max(count, 1)
+
+
+def _to(batch: dict[str, Tensor], device: torch.device | str) -> dict[str, Tensor]:
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def _trainable(backend: DynamicsBackend, freeze: tuple[str, ...]) -> list[torch.nn.Parameter]:
+    params = []
+    for name, p in backend.named_parameters():
+        frozen = any(name.startswith(prefix) for prefix in freeze)
+        p.requires_grad_(not frozen)
+        if not frozen:
+            params.append(p)
+    if not params:
+        raise ConfigError(f"no trainable parameters left after freezing {list(freeze)}")
+    return params
+
+
+def train(
+    backend: DynamicsBackend,
+    train_windows: WindowSource,
+    val_windows: WindowSource,
+    stats: NormStats,
+    config: TrainConfig = TrainConfig(),
+    *,
+    log_csv: str | Path | None = None,
+    label: str | None = None,
+) -> TrainResult:
+    """Train ``backend`` in place and keep the weights of the best validation epoch.
+
+    Args:
+        backend: the model (its current weights are the starting point).
+        train_windows: training windows (horizon >= ``config.horizon``).
+        val_windows: validation windows from held-out sessions.
+        stats: train-split normalisation statistics (installed into learned backends).
+        config: hyper-parameters.
+        log_csv: optional CSV file receiving one row per epoch.
+        label: name shown on the progress bar.
+
+    Returns:
+        The per-epoch log and the best epoch.
+    """
+    for name, src in (("training", train_windows), ("validation", val_windows)):
+        if src.horizon < config.horizon or len(src) == 0:
+            raise ConfigError(
+                f"the {name} windows (horizon {src.horizon}, {len(src)} windows) cannot feed a "
+                f"{config.horizon}-step rollout loss; build windows with horizon >= "
+                f"{config.horizon}"
+            )
+    start = time.perf_counter()
+    device = torch.device(config.device)
+    torch.manual_seed(config.seed)
+    gen = torch.Generator().manual_seed(config.seed)
+    backend.to(device)
+    if isinstance(backend, LearnedBackend):
+        backend.set_norm_stats(stats)
+    delta_std = stats.delta_std.to(device)
+    params = _trainable(backend, config.freeze)
+    per_epoch = config.batches_per_epoch or max(1, len(train_windows) // config.batch_size)
+    opt = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(
+        opt, T_max=config.epochs * per_epoch, eta_min=config.lr * config.lr_final
+    )
+    val_idx = fixed_subset(val_windows, config.val_windows)
+
+    def validate() -> float:
+        return evaluate_loss(backend, val_windows, val_idx, config.horizon, delta_std, device)
+
+    result = TrainResult(trainable_params=sum(p.numel() for p in params))
+    best = validate()
+    best_state = copy.deepcopy(backend.state_dict())
+    result.best_val_loss, result.best_epoch = best, 0
+    rows = [{"epoch": 0, "train_loss": math.nan, "val_loss": best, "lr": config.lr,
+             "skipped": 0, "seconds": time.perf_counter() - start}]  # fmt: skip
+    _write_csv(log_csv, rows)
+    bad = 0
+    progress = _progress(config.progress)
+    with progress:
+        task = progress.add_task(label or backend.name, total=config.epochs * per_epoch)
+        for epoch in range(1, config.epochs + 1):
+            backend.train()
+            order = torch.randperm(len(train_windows), generator=gen)
+            if per_epoch * config.batch_size > len(order):
+                reps = -(-per_epoch * config.batch_size // len(order))
+                order = torch.cat([torch.randperm(len(train_windows), generator=gen)
+                                   for _ in range(reps)])  # fmt: skip
+            total, count, skipped = 0.0, 0, 0
+            for b in range(per_epoch):
+                idx = order[b * config.batch_size : (b + 1) * config.batch_size]
+                batch = _to(train_windows.batch(idx), device)
+                loss = rollout_loss(backend, batch, config.horizon, delta_std)
+                opt.zero_grad(set_to_none=True)
+                if not torch.isfinite(loss):
+                    skipped += 1
+                else:
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+                    opt.step()
+                    total += float(loss.detach())
+                    count += 1
+                sched.step()
+                progress.update(task, advance=1, description=_desc(label or backend.name,
+                                epoch, total / max(count, 1), best))  # fmt: skip
+            val = validate()
+            rows.append({"epoch": epoch, "train_loss": total / max(count, 1), "val_loss": val,
+                         "lr": sched.get_last_lr()[0], "skipped": skipped,
+                         "seconds": time.perf_counter() - start})  # fmt: skip
+            _write_csv(log_csv, rows)
+            if val < best * (1.0 - config.min_improvement):
+                best, bad = val, 0
+                best_state = copy.deepcopy(backend.state_dict())
+                result.best_epoch, result.best_val_loss = epoch, val
+            else:
+                bad += 1
+                if bad >= config.patience:
+                    result.stopped_early = True
+                    break
+    backend.load_state_dict(best_state)
+    backend.eval()
+    for p in backend.parameters():
+        p.requires_grad_(True)
+    result.epochs = rows
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _desc(name: str, epoch: int, train_loss: float, best: float) -> str:
+    return f"{name} epoch {epoch} train {train_loss:.4f} best val {best:.4f}"
+
+
+def _progress(enabled: bool):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeRemainingColumn(),
+        disable=not enabled,
+        transient=False,
+    )
+
+
+def _write_csv(path: str | Path | None, rows: list[dict[str, float]]) -> None:
+    if path is None:
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)

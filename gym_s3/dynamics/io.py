@@ -1,0 +1,131 @@
+"""Dynamics checkpoints: ``save(backend, path)`` and ``load(name_or_path)``.
+
+A dynamics checkpoint is a generic :mod:`gym_s3.checkpoints` pair of kind ``"dynamics"`` whose
+tensors are the backend's ``state_dict()`` and whose metadata holds the backend name, its
+constructor config, the normalisation statistics (learned backends), the history feature names,
+the dataset hash and a training summary. The default checkpoints of all four backends ship in
+``gym_s3/assets/dynamics/<name>.{safetensors,json}``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gym_s3 import checkpoints
+from gym_s3.dynamics.base import HISTORY_FEATURES, DynamicsBackend
+from gym_s3.errors import CheckpointError, ConfigError
+
+#: Checkpoint kind of dynamics backends.
+KIND = "dynamics"
+#: Folder of the shipped default checkpoints.
+ASSET_DIR = Path(__file__).resolve().parent.parent / "assets" / "dynamics"
+
+
+def default_checkpoint(name: str) -> Path:
+    """Stem of the shipped default checkpoint of backend ``name``."""
+    return ASSET_DIR / name
+
+
+def save(
+    backend: DynamicsBackend,
+    path: str | os.PathLike[str],
+    *,
+    dataset_hash: str | None = None,
+    training: dict[str, Any] | None = None,
+) -> Path:
+    """Write ``backend`` as ``<path>.safetensors`` + ``<path>.json``; returns the sidecar path.
+
+    Args:
+        backend: the (trained) backend.
+        path: checkpoint stem.
+        dataset_hash: identifier of the data it was trained on.
+        training: JSON-ready training summary (epochs, losses, seed, command, ...).
+    """
+    from gym_s3.dynamics.learned import LearnedBackend
+
+    meta = {
+        "backend": backend.name,
+        "config": backend.config(),
+        "history_features": list(HISTORY_FEATURES),
+        "normalization": (
+            backend.norm_stats.to_dict() if isinstance(backend, LearnedBackend) else None
+        ),
+        "dataset_hash": dataset_hash,
+        "training": training or {},
+    }
+    return checkpoints.save(path, backend.state_dict(), meta, kind=KIND)
+
+
+def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
+    from gym_s3.dynamics import backend_names
+
+    text = os.fspath(name_or_path)
+    weights, sidecar = checkpoints.checkpoint_paths(text)
+    if text in backend_names() and not (weights.exists() or sidecar.exists()):
+        stem = default_checkpoint(text)
+        if not checkpoints.checkpoint_paths(stem)[1].is_file():
+            raise CheckpointError(
+                f"no default checkpoint is shipped for backend '{text}' (looked for {stem}.json); "
+                f"train one with `s3 distill train --backend {text}` and pass its path"
+            )
+        return stem
+    return Path(text)
+
+
+def load(
+    name_or_path: str | os.PathLike[str],
+    *,
+    device: torch.device | str = "cpu",
+    backend: str | None = None,
+) -> DynamicsBackend:
+    """Load a trained backend in eval mode.
+
+    Args:
+        name_or_path: a registered backend name (loads the shipped default) or a checkpoint path
+            (stem, ``.safetensors`` or ``.json``).
+        device: device of the returned backend.
+        backend: if given, refuse a checkpoint of another backend.
+
+    Raises:
+        CheckpointError: damaged, foreign, mismatched-spec or mismatched-model checkpoints.
+    """
+    from gym_s3.dynamics import backend_names, make
+    from gym_s3.dynamics.learned import LearnedBackend
+    from gym_s3.dynamics.normalization import stats_from_meta
+
+    path = _resolve(name_or_path)
+    ckpt = checkpoints.load(path, kind=KIND)
+    what = f"dynamics checkpoint {ckpt.path}"
+    meta = ckpt.meta
+    name = meta.get("backend")
+    if name not in backend_names():
+        raise CheckpointError(
+            f"{what} names backend {name!r}, which is not registered; valid backends: "
+            f"{', '.join(backend_names())}"
+        )
+    if backend is not None and name != backend:
+        raise CheckpointError(f"{what} holds a '{name}' backend, but '{backend}' was asked for")
+    if meta.get("history_features") != list(HISTORY_FEATURES):
+        raise CheckpointError(
+            f"{what} was trained on history features {meta.get('history_features')}, but this "
+            f"installation uses {list(HISTORY_FEATURES)}; re-train it"
+        )
+    config = meta.get("config")
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{what} has no backend config; re-save the checkpoint")
+    try:
+        model = make(name, **config)
+    except (ConfigError, TypeError) as exc:
+        raise CheckpointError(
+            f"{what}: its config does not build a '{name}' backend ({exc})"
+        ) from exc
+    checkpoints.check_tensors(ckpt.tensors, model.state_dict(), what)
+    model.load_state_dict(ckpt.tensors)
+    if isinstance(model, LearnedBackend):
+        model.set_norm_stats(stats_from_meta(meta.get("normalization"), what))
+    model.checkpoint_meta = meta
+    return model.to(device).eval()
