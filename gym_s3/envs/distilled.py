@@ -140,6 +140,10 @@ class S3DistilledEnv(gym.Env):
             return None
         return self._view.frames([0])[0]
 
+    def render_frames(self, indices: Sequence[int], *, final: bool = False) -> list[np.ndarray]:
+        """Frames of the car (``indices`` must be ``[0]``; ``final`` changes nothing here)."""
+        return self._view.frames(check_render_envs(indices, 1))
+
 
 class S3DistilledBatchEnv(gym.Env):
     """N cars as one batched :class:`gymnasium.Env` with torch tensors on the device.
