@@ -198,3 +198,17 @@ def test_killed_server_process_gives_clear_error(bngpy: Any) -> None:
         proc.wait(10)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def test_stop_leaves_no_server_thread(bngpy: Any, connect: Any) -> None:
+    """After stop(), every accept and connection thread of the server has ended."""
+    srv = StandInServer(world_config=FAST_WORLD)
+    srv.start()
+    bng = connect(srv)
+    make_scenario(bngpy, bng, "threads")
+    assert any(t.name.startswith("standin-") for t in threading.enumerate())
+    srv.stop()
+    deadline = time.monotonic() + 5.0
+    while any(t.name.startswith("standin-") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, [t.name for t in threading.enumerate()]
+        time.sleep(0.01)
