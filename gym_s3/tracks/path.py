@@ -311,43 +311,47 @@ class ReferencePath:
             idx = self._window_argmin(pts, hint, window)
         return self._project_from(pts, idx)
 
-    def _arc_coordinates(self, pts: Tensor, base: Tensor) -> tuple[Tensor, Tensor]:
-        """Project ``pts`` ``(N, 2)`` onto the arcs starting at samples ``base`` ``(N,)``."""
-        h = self.heading[base]
-        rel = pts - self.xyz[base, :2]
-        cos_h, sin_h = torch.cos(h), torch.sin(h)
-        dx = rel[:, 0] * cos_h + rel[:, 1] * sin_h  # along the tangent
-        dy = -rel[:, 0] * sin_h + rel[:, 1] * cos_h  # to the left
-        return project_on_arc(dx, dy, self.segment_curvature[base])
+    @cached_property
+    def _cos_sin_heading(self) -> tuple[Tensor, Tensor]:
+        """``(M,)`` cosine and sine of the sample headings (cached: projection is a hot path)."""
+        return torch.cos(self.heading), torch.sin(self.heading)
 
     def _project_from(self, pts: Tensor, idx: Tensor) -> Frenet:
         """Project onto the arc after the nearest sample ``idx``, or the one before it.
 
-        A point whose foot lies behind sample ``idx`` belongs to the segment ``idx - 1``; both
-        candidates are computed and the right one picked without a host sync.
+        A point behind the normal at sample ``idx`` belongs to the arc of segment ``idx - 1``
+        (chosen per row with ``where``, without a host sync); open paths extrapolate along their
+        first and last arcs.
         """
         m = self.num_samples
-        prev = torch.remainder(idx - 1, m) if self.closed else (idx - 1).clamp(min=0)
-        if not self.closed:  # the last sample has no arc after it: use the one before
-            idx_fwd = idx.clamp(max=m - 2)
-        else:
-            idx_fwd = idx
-        along_f, d_f = self._arc_coordinates(pts, idx_fwd)
-        along_b, d_b = self._arc_coordinates(pts, prev)
-        use_back = (along_f < 0) & (prev != idx_fwd) & (along_b > 0)
-        base = torch.where(use_back, prev, idx_fwd)
-        along = torch.where(use_back, along_b, along_f)
-        d = torch.where(use_back, d_b, d_f)
-        s = self.wrap_s(base.to(self.dtype) * self.ds + along)
-        smp = self.sample(s)
+        cos_h, sin_h = self._cos_sin_heading
+        if self.closed:
+            fwd, prev = idx, torch.remainder(idx - 1, m)
+        else:  # the last sample has no arc after it: use the one before
+            fwd, prev = idx.clamp(max=m - 2), (idx - 1).clamp(min=0)
+        rel = pts - self.xyz[idx, :2]
+        behind = rel[:, 0] * cos_h[idx] + rel[:, 1] * sin_h[idx] < 0
+        base = torch.where(behind & (prev != fwd), prev, fwd)
+        rel = pts - self.xyz[base, :2]
+        c, s_ = cos_h[base], sin_h[base]
+        dx = rel[:, 0] * c + rel[:, 1] * s_  # along the tangent
+        dy = rel[:, 1] * c - rel[:, 0] * s_  # to the left
+        k_seg = self.segment_curvature[base]
+        along, d = project_on_arc(dx, dy, k_seg)
+        nxt = self._next(base)
+        frac = (along / self.ds).clamp(0.0, 1.0)
+
+        def lerp(values: Tensor) -> Tensor:
+            return values[base] + frac * (values[nxt] - values[base])
+
         return Frenet(
-            s=s,
+            s=self.wrap_s(base.to(self.dtype) * self.ds + along),
             d=d,
-            heading=self.heading[base] + self.segment_curvature[base] * along,
-            curvature=smp.curvature,
+            heading=self.heading[base] + k_seg * along,
+            curvature=lerp(self.curvature),
             index=idx,
-            width_left=smp.width_left,
-            width_right=smp.width_right,
+            width_left=lerp(self.width_left),
+            width_right=lerp(self.width_right),
         )
 
     def height_at(self, points: Tensor, hint: Tensor | None = None, *, window: int = 12) -> Tensor:

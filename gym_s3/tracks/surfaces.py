@@ -249,15 +249,18 @@ class SurfaceBatch:
                 f"{self.num_layouts} layouts cannot serve {points.shape[0]} cars: use one layout "
                 "per car (SurfaceBatch.index) or a single layout for all"
             )
-        r = self.rects.to(points.dtype)[:, None, :, :]  # (B, 1, P, 6)
-        rel_x = points[:, :, None, 0] - r[..., 0]
-        rel_y = points[:, :, None, 1] - r[..., 1]
-        along = rel_x * r[..., 2] + rel_y * r[..., 3]
-        across = -rel_x * r[..., 3] + rel_y * r[..., 2]
-        inside = (along.abs() <= r[..., 4]) & (across.abs() <= r[..., 5])  # (N, Q, P)
+        # one contiguous (B, 1, P) tensor per rectangle parameter keeps the (N, Q, P) kernels fast
+        cx, cy, c, s, hl, hw = (
+            t.contiguous()[:, None, :] for t in self.rects.to(points.dtype).unbind(-1)
+        )
+        rel_x = points[..., 0:1] - cx
+        rel_y = points[..., 1:2] - cy
+        along = rel_x * c + rel_y * s
+        across = rel_y * c - rel_x * s
+        inside = (along.abs() <= hl) & (across.abs() <= hw)  # (N, Q, P)
         p = inside.shape[-1]
-        rank = torch.arange(1, p + 1, device=points.device)
-        best, arg = (inside * rank).max(dim=-1)  # last patch containing the point
+        rank = torch.arange(1, p + 1, device=points.device, dtype=torch.int32)
+        best, arg = torch.where(inside, rank, 0).max(dim=-1)  # last patch containing the point
         hit = best > 0
         n = points.shape[0]
         rect_mu = self.rect_mu.to(points.dtype).expand(n, -1)
@@ -285,7 +288,8 @@ class PatchConfig:
         surface: surface of the patches.
         mu: optional range of the patch friction [-], drawn uniformly per patch; ``None`` uses the
             surface's tabulated value (e.g. 0.10 for ice).
-        piece_length_m: patches on curves are split into rectangles at most this long [m].
+        piece_length_m: longest rectangle a patch is made of [m]; on curves the pieces are
+            shorter, so the rectangles follow the band within 5 cm (see :func:`band_to_rects`).
         margin_m: distance kept free after the start of an open path [m].
     """
 
@@ -294,7 +298,7 @@ class PatchConfig:
     coverage: tuple[float, float] = (0.4, 1.0)
     surface: str = "ice"
     mu: tuple[float, float] | None = None
-    piece_length_m: float = 4.0
+    piece_length_m: float = 30.0
     margin_m: float = 30.0
 
     def __post_init__(self) -> None:
@@ -335,9 +339,32 @@ class LayoutConfig:
             raise ConfigError("LayoutConfig.weights must be non-negative, one per base surface")
 
 
-def band_to_rects(path: ReferencePath, band: PatchBand, piece_length_m: float) -> list[RectPatch]:
-    """Split a Frenet band into world rectangles that follow the path."""
-    pieces = max(1, int(np.ceil(band.length / piece_length_m)))
+def band_to_rects(
+    path: ReferencePath, band: PatchBand, piece_length_m: float, *, sagitta_m: float = 0.05
+) -> list[RectPatch]:
+    """Split a Frenet band into world rectangles that follow the path.
+
+    The pieces are as long as possible (at most ``piece_length_m``) while the band's curved edges
+    stay within ``sagitta_m`` of each rectangle: one rectangle on a straight, short ones in a
+    hairpin. Consecutive rectangles overlap slightly so no gap opens on the outside of a curve.
+
+    Args:
+        path: the path the band is drawn along.
+        band: the patch in Frenet coordinates.
+        piece_length_m: longest rectangle [m].
+        sagitta_m: largest gap between a rectangle and the curved band edge [m].
+    """
+    probe = torch.linspace(
+        band.s_start,
+        band.s_start + band.length,
+        max(2, int(band.length / 0.5) + 1),
+        dtype=torch.float64,
+    )
+    kappa = float(path.to(dtype=torch.float64).sample(probe).curvature.abs().max())
+    reach = max(abs(band.d_min), abs(band.d_max))
+    k_edge = kappa / max(1.0 - kappa * reach, 0.2)  # curvature of the band's inner edge
+    longest = np.sqrt(8.0 * sagitta_m / k_edge) if k_edge > 1e-12 else np.inf
+    pieces = max(1, int(np.ceil(band.length / min(piece_length_m, longest))))
     edges = band.s_start + np.linspace(0.0, band.length, pieces + 1)
     mids = torch.tensor(0.5 * (edges[:-1] + edges[1:]), dtype=torch.float64)
     smp = path.to(dtype=torch.float64).sample(mids)
