@@ -90,6 +90,6 @@ def numpy_infos(info: dict[str, Tensor], done: np.ndarray) -> dict[str, Any]:
     every = np.ones_like(done)
     out: dict[str, Any] = {}
     for key, value in info.items():
-        out[key] = np.array(value.detach().cpu())
+        out[key] = value.detach().cpu().numpy().copy()
         out[f"_{key}"] = done if is_episode_key(key) else every
     return out
