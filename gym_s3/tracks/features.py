@@ -28,6 +28,7 @@ class PathFeature:
     min_radius: float
 
     def __post_init__(self) -> None:
+        """Validate the fields (raises :class:`~gym_s3.errors.ConfigError`)."""
         if self.direction not in ("L", "R", "S"):
             raise ConfigError(f"feature direction must be 'L', 'R' or 'S', got {self.direction!r}")
         if not self.s_end >= self.s_start:

@@ -32,6 +32,7 @@ class UniformFriction:
     """The same peak friction everywhere (per car when ``mu`` has shape ``(N,)``)."""
 
     def __init__(self, mu: float | Tensor) -> None:
+        """Store ``mu``: a scalar or an ``(N,)`` tensor of per-car friction [-]."""
         self.mu = mu
 
     def friction_at(self, points: Tensor) -> Tensor:

@@ -34,6 +34,7 @@ class Segment:
     k1: float = 0.0
 
     def __post_init__(self) -> None:
+        """Validate the fields (raises :class:`~gym_s3.errors.ConfigError`)."""
         if not (self.length > 0.0 and math.isfinite(self.length)):
             raise ConfigError(f"segment length must be positive and finite, got {self.length}")
 
@@ -107,6 +108,7 @@ def _curvature_fn(segments: Sequence[Segment]):
     turn_before = np.concatenate([[0.0], np.cumsum(0.5 * (k0 + k1) * lengths)[:-1]])
 
     def evaluate(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Curvature [1/m] and heading change [rad] at arc lengths ``s`` [m]."""
         i = np.clip(np.searchsorted(starts, s, side="right") - 1, 0, len(segments) - 1)
         t = np.clip(s - starts[i], 0.0, lengths[i])
         slope = (k1[i] - k0[i]) / lengths[i]
@@ -261,6 +263,7 @@ def polyline_crossings(x: np.ndarray, y: np.ndarray, *, closed: bool) -> list[tu
     pairs: list[tuple[int, int]] = []
 
     def orient(ox, oy, p1x, p1y, p2x, p2y):
+        """Sign of the turn o -> p1 -> p2 (+1 left, -1 right, 0 collinear)."""
         return np.sign((p1x - ox) * (p2y - oy) - (p1y - oy) * (p2x - ox))
 
     block = 256

@@ -115,6 +115,7 @@ class ReferencePath:
     features: tuple[PathFeature, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
+        """Validate shapes, spacing, finiteness and widths."""
         m = self.xyz.shape[0]
         if self.xyz.ndim != 2 or self.xyz.shape[1] != 3:
             raise ConfigError(
@@ -183,6 +184,7 @@ class ReferencePath:
         """Return a copy on another device and/or dtype (heading and geometry are kept)."""
 
         def conv(t: Tensor) -> Tensor:
+            """Move one tensor."""
             return t.to(device=device, dtype=dtype or t.dtype)
 
         return ReferencePath(
@@ -239,6 +241,7 @@ class ReferencePath:
         cos_h, sin_h = torch.cos(h0), torch.sin(h0)
 
         def lerp(values: Tensor) -> Tensor:
+            """Linear interpolation of per-sample values between ``idx`` and the next sample."""
             return values[idx] + frac * (values[nxt] - values[idx])
 
         return PathSample(
@@ -342,6 +345,7 @@ class ReferencePath:
         frac = (along / self.ds).clamp(0.0, 1.0)
 
         def lerp(values: Tensor) -> Tensor:
+            """Linear interpolation of per-sample values between ``idx`` and the next sample."""
             return values[base] + frac * (values[nxt] - values[base])
 
         return Frenet(

@@ -55,6 +55,7 @@ class ProceduralConfig:
     max_attempts: int = 200
 
     def __post_init__(self) -> None:
+        """Validate the fields (raises :class:`~gym_s3.errors.ConfigError`)."""
         if not 0 < self.length_range[0] <= self.length_range[1]:
             raise ConfigError(f"length_range must be positive and ordered, got {self.length_range}")
         if not 3 <= self.corners[0] <= self.corners[1]:
@@ -115,6 +116,7 @@ def _elevation(rng: np.random.Generator, peak_to_peak: float):
     phases = rng.uniform(0.0, 2.0 * math.pi, 3)
 
     def profile(s: np.ndarray, length: float) -> np.ndarray:
+        """Elevation [m] at arc lengths ``s`` of a lap of ``length`` metres."""
         t = 2.0 * math.pi * s[:, None] / length * np.arange(1, 4)[None, :]
         z = (amps * np.sin(t + phases)).sum(axis=1)
         span = z.max() - z.min()

@@ -48,6 +48,7 @@ class SpeedProfileConfig:
     brake_max: float = 7.0
 
     def __post_init__(self) -> None:
+        """Validate the fields (raises :class:`~gym_s3.errors.ConfigError`)."""
         if not 0 < self.v_min <= self.v_max:
             raise ConfigError(f"need 0 < v_min <= v_max, got {self.v_min}, {self.v_max}")
         for name in ("lateral_fraction", "longitudinal_fraction"):

@@ -53,6 +53,7 @@ class TownConfig:
     max_attempts: int = 100
 
     def __post_init__(self) -> None:
+        """Validate the fields (raises :class:`~gym_s3.errors.ConfigError`)."""
         if min(self.blocks) < 2:
             raise ConfigError(f"a town needs at least 2 x 2 blocks, got {self.blocks}")
         if not 0 < self.block_m[0] <= self.block_m[1]:

@@ -22,6 +22,7 @@ def write_csv(tmp_path: Path) -> Callable[[str, Sequence[str]], Path]:
     """Write lines to ``tmp_path / name`` and return the path."""
 
     def write(name: str, lines: Sequence[str]) -> Path:
+        """Write the file and return its path."""
         path = tmp_path / name
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return path

@@ -119,6 +119,7 @@ def test_band_rectangles_cover_the_band_on_a_curve(putnam):
     outside = [(s, torch.full_like(s, -5.0)), (s, torch.full_like(s, 1.5))]
 
     def friction(pairs):
+        """Friction at the world points of (s, d) pairs."""
         ss = torch.cat([p[0] for p in pairs])
         dd = torch.cat([p[1] for p in pairs])
         smp = putnam.sample(ss)
