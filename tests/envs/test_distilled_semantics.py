@@ -170,8 +170,10 @@ def test_label_filter_only_yields_matching_scenarios(small_kwargs):
 
 
 def test_oracle_observation_reports_ice_under_the_wheels(ice_kwargs, driver):
-    """In oracle mode the mu_* features read 0.1 on the ice patch and 1.0 on asphalt, and change
-    as a car drives onto the patch (front wheels first)."""
+    """Oracle mu_* features: 0.1 on the ice patch, 1.0 on asphalt, front wheels change first.
+
+    One car starts on the patch, one before it (and drives onto it), one far from it.
+    """
     from gym_s3.spec import feature_index
 
     env = S3DistilledBatchEnv(num_envs=3, obs_mode="oracle", autoreset_mode="disabled",
