@@ -63,7 +63,11 @@ def register(subparsers: Any) -> None:
         help="peak friction of the patches [-]; None means the tabulated ice value",
     )
     show.add_argument(
-        "--v-max", type=float, default=30.0, help="top speed of the speed profile [m/s]"
+        "--v-max",
+        type=float,
+        default=None,
+        help="top speed of the speed profile [m/s]; None means 30 on circuits, 13.9 (50 km/h) "
+        "on town routes",
     )
     show.add_argument(
         "--plot",
@@ -172,7 +176,7 @@ def _lap_table(path: ReferencePath, layout, v_max: float):
     v = speed_profile(path, mu, SpeedProfileConfig(v_max=v_max))
     times = lap_time(path, v)
     what = "lap time" if path.closed else "route time"
-    table = Table(title=f"friction-aware speed profile (v_max {v_max:.0f} m/s)")
+    table = Table(title=f"friction-aware speed profile (v_max {v_max:g} m/s)")
     cols = ("surface", "peak mu\n[-]", f"{what}\n[s]", "mean speed\n[km/h]", "min speed\n[km/h]")
     for col in cols:
         table.add_column(Text(col), justify="right")
@@ -218,15 +222,16 @@ def run_show(args: argparse.Namespace) -> int:
 
     from gym_s3.tracks.registry import get_track
 
-    if args.ds <= 0 or args.v_max <= 0:
+    if args.ds <= 0 or (args.v_max is not None and args.v_max <= 0):
         raise ConfigError("--ds and --v-max must be positive")
     path = get_track(args.name, ds=args.ds)
+    v_max = args.v_max if args.v_max is not None else (13.9 if "town" in path.labels else 30.0)
     layout = _layout(path, args)
     console = Console()
     console.print(_summary_table(path))
     if path.features:
         console.print(_feature_table(path))
-    console.print(_lap_table(path, layout, args.v_max))
+    console.print(_lap_table(path, layout, v_max))
     if layout is not None:
         console.print(_patch_table(layout))
     if args.plot:

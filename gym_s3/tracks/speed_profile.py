@@ -38,6 +38,9 @@ class SpeedProfileConfig:
         longitudinal_fraction: share of the friction limit used for accelerating/braking [-].
         accel_max: engine-limited acceleration [m/s^2].
         brake_max: brake-limited deceleration [m/s^2].
+        v_start: speed at the first sample of an open path [m/s] (``None``: free, e.g. a flying
+            start; ``0``: start from rest, raised to ``v_min`` by the final floor).
+        v_end: speed at the last sample of an open path [m/s] (``None``: free; ``0``: stop).
     """
 
     v_max: float = 30.0
@@ -46,6 +49,8 @@ class SpeedProfileConfig:
     longitudinal_fraction: float = 0.7
     accel_max: float = 3.0
     brake_max: float = 7.0
+    v_start: float | None = None
+    v_end: float | None = None
 
     def __post_init__(self) -> None:
         """Validate the fields (raises :class:`~gym_s3.errors.ConfigError`)."""
@@ -56,6 +61,10 @@ class SpeedProfileConfig:
                 raise ConfigError(f"{name} must be in (0, 1], got {getattr(self, name)}")
         if self.accel_max <= 0 or self.brake_max <= 0:
             raise ConfigError("accel_max and brake_max must be positive")
+        for name in ("v_start", "v_end"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= self.v_max:
+                raise ConfigError(f"{name} must lie in [0, v_max], got {value}")
 
 
 def longitudinal_room(
@@ -188,6 +197,11 @@ def speed_profile(
     kappa = path.curvature.detach().to("cpu", torch.float64).numpy()[:, None]  # (M, 1)
     cap = config.lateral_fraction * mu_np * GRAVITY / np.clip(np.abs(kappa), 1e-9, None)
     cap = np.minimum(cap, config.v_max**2)
+    if not path.closed:  # boundary speeds of an open path
+        if config.v_start is not None:
+            cap[0] = np.minimum(cap[0], config.v_start**2)
+        if config.v_end is not None:
+            cap[-1] = np.minimum(cap[-1], config.v_end**2)
     fwd = _one_direction(cap, kappa, mu_np, path.ds, config.accel_max, path.closed, config)
     bwd = _one_direction(
         _reverse(fwd),

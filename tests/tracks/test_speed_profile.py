@@ -123,6 +123,21 @@ def test_braking_into_a_corner_follows_constant_deceleration():
     assert torch.allclose(v[200:] ** 2, torch.full((m - 200,), v_c2, dtype=torch.float64))
 
 
+def test_open_path_start_and_stop_speeds():
+    """From rest on a straight v^2 = 2 a s; the stop at the end mirrors it with the brake limit.
+
+    On dry asphalt the engine limit (3 m/s^2) and the friction-limited braking apply. Fails if
+    the boundary speeds of open paths are ignored.
+    """
+    straight = straight_path(300.0)
+    cfg = SpeedProfileConfig(v_start=0.0, v_end=0.0, v_min=0.1)
+    v = speed_profile(straight, torch.ones(straight.num_samples, dtype=torch.float64), cfg)
+    s = straight.s
+    decel = min(cfg.brake_max, cfg.longitudinal_fraction * GRAVITY)
+    expected = torch.minimum(2 * cfg.accel_max * s, 2 * decel * (300.0 - s)).clamp(max=cfg.v_max**2)
+    assert torch.allclose(v**2, expected.clamp(min=cfg.v_min**2), rtol=1e-9, atol=1e-9)
+
+
 def test_uniform_circle_and_straight_give_analytic_speeds_and_lap_times():
     """A circle runs at sqrt(f_lat mu g R) and a straight at v_max; lap time = length / speed.
 
