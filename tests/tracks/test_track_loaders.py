@@ -48,13 +48,13 @@ def test_tumftm_ellipse_matches_the_analytic_shape(write_csv):
 
 
 def test_tumftm_variants_headerless_elevation_and_closing_repeat(write_csv):
-    """Header-less 4 columns, a z_m column, and a repeated closing point are all accepted.
+    """Header-less 4 columns after a comment, a z_m column and a repeated closing point load.
 
     Fails if any common variant of the format is rejected or loses elevation.
     """
     pts, _ = _ellipse(120)
     plain = [f"{x},{y},4,4" for x, y in pts] + [f"{pts[0, 0]},{pts[0, 1]},4,4"]
-    assert load_tumftm_csv(write_csv("plain.csv", plain)).closed
+    assert load_tumftm_csv(write_csv("plain.csv", ["# exported by some tool", *plain])).closed
     z = 3.0 + np.sin(np.linspace(0, 2 * np.pi, len(pts), endpoint=False))
     rows = [f"{x} {y} {zz} 4 4" for (x, y), zz in zip(pts, z, strict=True)]
     path = load_tumftm_csv(write_csv("z.csv", ["x_m y_m z_m w_tr_right_m w_tr_left_m", *rows]))
@@ -114,7 +114,7 @@ def test_boundaries_give_the_midline_and_widths(write_csv):
     pts, normal = _ellipse(400)
     left = pts - 5.0 * normal  # counter-clockwise: left of travel is inside
     right = (pts + 4.0 * normal)[::2]
-    lf = write_csv("left.csv", ["x,y", *[f"{x},{y}" for x, y in left]])
+    lf = write_csv("left.csv", ["# left edge", "x_m,y_m", *[f"{x},{y}" for x, y in left]])
     rf = write_csv("right.csv", [f"{x},{y},0.0" for x, y in right])
     path = load_boundaries(lf, rf)
     assert path.closed and path.name == "left"
