@@ -14,7 +14,10 @@ Importing this package needs only numpy and torch (plots import matplotlib when 
 """
 
 from gym_s3.tracks.friction import FrictionField, UniformFriction
+from gym_s3.tracks.loaders import load_boundaries, load_tumftm_csv
 from gym_s3.tracks.path import Frenet, PathFeature, PathSample, ReferencePath, wrap_angle
+from gym_s3.tracks.procedural import ProceduralConfig, procedural_circuit
+from gym_s3.tracks.putnam import putnam_park
 from gym_s3.tracks.registry import get_track, list_tracks
 from gym_s3.tracks.speed_profile import SpeedProfileConfig, lap_time, speed_profile
 from gym_s3.tracks.surfaces import (
@@ -31,6 +34,7 @@ from gym_s3.tracks.surfaces import (
     get_surface,
     sample_layout,
 )
+from gym_s3.tracks.town import TownConfig, town_route
 
 __all__ = [
     "SURFACES",
@@ -42,19 +46,26 @@ __all__ = [
     "PatchConfig",
     "PathFeature",
     "PathSample",
+    "ProceduralConfig",
     "RectPatch",
     "ReferencePath",
     "SpeedProfileConfig",
     "Surface",
     "SurfaceBatch",
     "SurfaceLayout",
+    "TownConfig",
     "UniformFriction",
     "friction_along",
     "get_surface",
     "get_track",
     "lap_time",
     "list_tracks",
+    "load_boundaries",
+    "load_tumftm_csv",
+    "procedural_circuit",
+    "putnam_park",
     "sample_layout",
     "speed_profile",
+    "town_route",
     "wrap_angle",
 ]

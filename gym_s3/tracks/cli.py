@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from gym_s3.errors import ConfigError
 from gym_s3.tracks.path import ReferencePath
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.table import Table
+
+    from gym_s3.tracks.surfaces import SurfaceLayout
 
 
 def register(subparsers: Any) -> None:
@@ -94,7 +99,7 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _layout(path: ReferencePath, args: argparse.Namespace):
+def _layout(path: ReferencePath, args: argparse.Namespace) -> SurfaceLayout | None:
     """The asphalt layout with the requested ice patches, or ``None``."""
     from gym_s3.tracks.surfaces import LayoutConfig, PatchConfig, sample_layout
 
@@ -110,7 +115,7 @@ def _layout(path: ReferencePath, args: argparse.Namespace):
     return sample_layout(path, LayoutConfig(base=("asphalt",), patches=patches), rng)
 
 
-def _summary_table(path: ReferencePath):
+def _summary_table(path: ReferencePath) -> Table:
     """Rich table of the geometry."""
     from rich.table import Table
 
@@ -135,7 +140,7 @@ def _summary_table(path: ReferencePath):
     return table
 
 
-def _feature_table(path: ReferencePath):
+def _feature_table(path: ReferencePath) -> Table:
     """Rich table of the corners / intersections."""
     from rich.table import Table
     from rich.text import Text
@@ -158,7 +163,7 @@ def _feature_table(path: ReferencePath):
     return table
 
 
-def _lap_table(path: ReferencePath, layout, v_max: float):
+def _lap_table(path: ReferencePath, layout: SurfaceLayout | None, v_max: float) -> Table:
     """Rich table of the friction-aware lap time for every surface (and the patch layout)."""
     from rich.table import Table
     from rich.text import Text
@@ -194,7 +199,7 @@ def _lap_table(path: ReferencePath, layout, v_max: float):
     return table
 
 
-def _patch_table(layout):
+def _patch_table(layout: SurfaceLayout) -> Table:
     """Rich table of the ice patches."""
     from rich.table import Table
     from rich.text import Text
@@ -240,7 +245,7 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _save_plot(path: ReferencePath, layout, args: argparse.Namespace) -> None:
+def _save_plot(path: ReferencePath, layout: SurfaceLayout | None, args: argparse.Namespace) -> None:
     """Draw the track (with the town grid behind town routes) and save it."""
     from gym_s3.tracks.plot import figsize_for, new_axes, plot_town, plot_track, save_plot
     from gym_s3.tracks.town import town_grid

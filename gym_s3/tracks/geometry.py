@@ -11,7 +11,7 @@ straights that closes the loop and keeps the total length.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,7 +99,9 @@ class Centreline:
     length: float
 
 
-def _curvature_fn(segments: Sequence[Segment]):
+def _curvature_fn(
+    segments: Sequence[Segment],
+) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """Return vectorised k(s) and heading(s) - heading0 for a piecewise-linear curvature."""
     lengths = np.array([seg.length for seg in segments])
     starts = np.concatenate([[0.0], np.cumsum(lengths)[:-1]])
@@ -262,7 +264,14 @@ def polyline_crossings(x: np.ndarray, y: np.ndarray, *, closed: bool) -> list[tu
     n = len(ax)
     pairs: list[tuple[int, int]] = []
 
-    def orient(ox, oy, p1x, p1y, p2x, p2y):
+    def orient(
+        ox: np.ndarray,
+        oy: np.ndarray,
+        p1x: np.ndarray,
+        p1y: np.ndarray,
+        p2x: np.ndarray,
+        p2y: np.ndarray,
+    ) -> np.ndarray:
         """Sign of the turn o -> p1 -> p2 (+1 left, -1 right, 0 collinear)."""
         return np.sign((p1x - ox) * (p2y - oy) - (p1y - oy) * (p2x - ox))
 

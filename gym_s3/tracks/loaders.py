@@ -359,6 +359,8 @@ def load_boundaries(
     mid = 0.5 * (lxy + rxy[mate])
     keep = np.concatenate([[True], np.hypot(*np.diff(mid, axis=0).T) > 0.05])
     mid, mid_z = mid[keep], (0.5 * (lz + rz[mate]))[keep]
+    if closed and len(mid) > 1 and np.hypot(*(mid[-1] - mid[0])) <= 0.05:
+        mid, mid_z = mid[:-1], mid_z[:-1]
     res = smooth_centreline(mid, closed=closed, ds=ds, smoothing_m=smoothing_m)
     normal = np.stack([-np.sin(res.heading), np.cos(res.heading)], axis=1)
     side = ((lxy[nearest_points(res.xy, lxy)] - res.xy) * normal).sum(1)
@@ -367,7 +369,15 @@ def load_boundaries(
             lt.file,
             None,
             f"this edge lies to the right of the driving direction (and {rt.file} to the left)",
-            "swap the two files: left edge first, as seen in the driving direction",
+            "swap the two files (left edge first, as seen in the driving direction), or reverse "
+            "the point order of both if they run against the driving direction",
+        )
+    if polyline_crossings(res.xy[:, 0], res.xy[:, 1], closed=closed):
+        raise _fail(
+            lt.file,
+            None,
+            f"the midline between this edge and {rt.file} crosses itself",
+            "check that both edges belong to the same road and have no stray points",
         )
     wl = point_segment_distance(res.xy, lxy, closed=closed)
     wr = point_segment_distance(res.xy, rxy, closed=closed)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gym_s3.errors import ConfigError
-from gym_s3.tracks.circuits import closed_circuit
+from gym_s3.tracks.circuits import ElevationFn, closed_circuit
 from gym_s3.tracks.geometry import (
     Corner,
     close_loop,
@@ -72,7 +72,9 @@ class ProceduralConfig:
             raise ConfigError("clearance must be >= 1 road width and max_attempts >= 1")
 
 
-def _draw_angles(rng: np.random.Generator, count: int, sign: float, cfg: ProceduralConfig):
+def _draw_angles(
+    rng: np.random.Generator, count: int, sign: float, cfg: ProceduralConfig
+) -> np.ndarray | None:
     """Signed corner angles [rad] adding up to ``sign * 2 pi``, or ``None`` if the draw fails."""
     lo, hi = np.radians(cfg.angle_range)
     mags = rng.uniform(lo, hi, count)
@@ -89,7 +91,9 @@ def _draw_angles(rng: np.random.Generator, count: int, sign: float, cfg: Procedu
     return mags * signs
 
 
-def _draw(rng: np.random.Generator, cfg: ProceduralConfig):
+def _draw(
+    rng: np.random.Generator, cfg: ProceduralConfig
+) -> tuple[list[float], list[Corner], float] | None:
     """One candidate: (straights, corners, sign) before closing, or ``None``."""
     count = int(rng.integers(cfg.corners[0], cfg.corners[1] + 1))
     sign = 1.0 if rng.random() < 0.5 else -1.0
@@ -110,7 +114,7 @@ def _draw(rng: np.random.Generator, cfg: ProceduralConfig):
     return list(straights), corners, sign
 
 
-def _elevation(rng: np.random.Generator, peak_to_peak: float):
+def _elevation(rng: np.random.Generator, peak_to_peak: float) -> ElevationFn:
     """A smooth periodic elevation profile (three random harmonics) scaled to ``peak_to_peak``."""
     amps = rng.uniform(0.3, 1.0, 3) / np.arange(1, 4)
     phases = rng.uniform(0.0, 2.0 * math.pi, 3)

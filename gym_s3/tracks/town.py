@@ -114,7 +114,7 @@ def _walk(
     n_turns: int,
     min_length: float | None,
     cfg: TownConfig,
-):
+) -> tuple[list[tuple[int, int]], list[int]] | None:
     """A self-avoiding walk: (nodes, directions) or ``None`` when it gets stuck."""
     i, j = int(rng.integers(len(grid.xs))), int(rng.integers(len(grid.ys)))
     heading = int(rng.integers(4))
@@ -200,7 +200,15 @@ def town_route(
     )
 
 
-def _route_path(name: str, grid: TownGrid, nodes, headings, rng, cfg: TownConfig, ds: float):
+def _route_path(
+    name: str,
+    grid: TownGrid,
+    nodes: list[tuple[int, int]],
+    headings: list[int],
+    rng: np.random.Generator,
+    cfg: TownConfig,
+    ds: float,
+) -> ReferencePath:
     """Build the lane-centre path of a walk: straights between turns fitted at the nodes."""
     half_lane = cfg.lane_width / 2.0
     pts = [grid.node(*n) for n in nodes]
