@@ -49,8 +49,14 @@ class WheelForces(NamedTuple):
 
 
 def _physics_state(state: VehicleState) -> PhysicsState:
-    """The integrated fields of ``state`` (views, no copies)."""
-    return PhysicsState(**{name: getattr(state, name) for name in PhysicsState._fields})
+    """The integrated fields of ``state``, with ``omega`` wheel-major ``(4, N)``.
+
+    ``omega`` is copied only when its memory is not wheel-major already (states produced by
+    :class:`VehicleModel` store it wheel-major, so this is normally a view).
+    """
+    fields = {name: getattr(state, name) for name in PhysicsState._fields}
+    fields["omega"] = state.omega.t().contiguous()
+    return PhysicsState(**fields)
 
 
 class VehicleModel:
@@ -112,7 +118,7 @@ class VehicleModel:
         self._chunk = functools.partial(chunk, self._c)
         self._compiled: Callable | None = None
         if compile:
-            self._compiled = torch.compile(self._chunk, fullgraph=True)
+            self._compiled = torch.compile(self._chunk, fullgraph=True, dynamic=False)
 
     @property
     def control_dt(self) -> float:
@@ -166,7 +172,7 @@ class VehicleModel:
             vx=v_,
             vy=zeros.clone(),
             yaw_rate=zeros.clone(),
-            omega=(v_ / self.params.wheel_radius)[:, None].expand(count, 4).clone(),
+            omega=(v_ / self.params.wheel_radius).expand(4, count).clone().t(),
             steer_angle=zeros.clone(),
             throttle=zeros.clone(),
             brake=zeros.clone(),
@@ -227,9 +233,9 @@ class VehicleModel:
                 grade = None
                 if height_fn is not None:
                     z, grade = self._read_height(height_fn, points)
-                s, points = self._run_chunk(s, cmd, mu, grade, n)
+                s, points = self._run_chunk(s, cmd, mu.t().contiguous(), grade, n)
                 done += n
-        return VehicleState(**s._asdict(), z=z, mu=mu)
+        return VehicleState(**s._replace(omega=s.omega.t())._asdict(), z=z, mu=mu)
 
     def wheel_forces(
         self, state: VehicleState, friction: FrictionField | None = None
@@ -250,9 +256,11 @@ class VehicleModel:
                 if friction is None
                 else self._read_friction(friction, self.wheel_points(state))
             )
-            kin, fz, tyre = tyre_state(self._c, _physics_state(state), state.steer_angle, mu)
-            force = body_frame(tyre.force, kin)
-            return WheelForces(force, fz, tyre.slip_ratio, torch.atan(tyre.tan_slip_angle), mu)
+            s = _physics_state(state)
+            kin, fz, tyre = tyre_state(self._c, s, state.steer_angle, mu.t().contiguous())
+            force = body_frame(tyre.force, kin).permute(2, 1, 0)
+            alpha = torch.atan(tyre.tan_slip_angle).t()
+            return WheelForces(force, fz.t(), tyre.slip_ratio.t(), alpha, mu)
 
     # --- internals -------------------------------------------------------------------------------
     def _check_state(self, state: VehicleState) -> None:

@@ -18,6 +18,10 @@ Substep (``vehicle-dynamics.md`` §2.4), for every car at once:
 
 No Python branch depends on tensor data and nothing synchronises with the host, so the same code
 runs on CPU and GPU and compiles to a single graph.
+
+Layout: per-car quantities are ``(N,)``; per-wheel quantities are wheel-major ``(4, N)`` (rows FL,
+FR, RL, RR) so that the car dimension is the contiguous one and compiled kernels vectorise over
+cars. :class:`~gym_s3.vehicle.VehicleState` exposes ``(N, 4)`` views of the same memory.
 """
 
 from __future__ import annotations
@@ -40,19 +44,20 @@ POWER_OMEGA_FLOOR = 1.0
 class PhysicsConstants(NamedTuple):
     """Everything a substep needs besides the state, prepared once per model.
 
-    ``(4,)`` tensors are per wheel (FL, FR, RL, RR); floats are SI constants.
+    ``(4, 1)`` tensors are per wheel (FL, FR, RL, RR), shaped to broadcast against wheel-major
+    ``(4, N)`` tensors; floats are SI constants.
     """
 
     dt: float  # physics step [s]
     tyre: TyreCoefficients
-    wheel_x: Tensor  # (4,) body-frame x of the contact patches [m]
-    wheel_y: Tensor  # (4,) body-frame y of the contact patches [m]
-    front: Tensor  # (4,) 1 for steered (front) wheels, else 0
-    fz_static: Tensor  # (4,) static wheel loads [N]
-    fz_per_ax: Tensor  # (4,) load change per unit forward specific force [N / (m/s^2)]
-    fz_per_ay: Tensor  # (4,) load change per unit leftward specific force [N / (m/s^2)]
-    drive_share: Tensor  # (4,) share of drive torque per wheel (sums to 1)
-    brake_share: Tensor  # (4,) share of brake torque per wheel (sums to 1)
+    wheel_x: Tensor  # (4, 1) body-frame x of the contact patches [m]
+    wheel_y: Tensor  # (4, 1) body-frame y of the contact patches [m]
+    front: Tensor  # (4, 1) 1 for steered (front) wheels, else 0
+    fz_static: Tensor  # (4, 1) static wheel loads [N]
+    fz_per_ax: Tensor  # (4, 1) load change per unit forward specific force [N / (m/s^2)]
+    fz_per_ay: Tensor  # (4, 1) load change per unit leftward specific force [N / (m/s^2)]
+    drive_share: Tensor  # (4, 1) share of drive torque per wheel (sums to 1)
+    brake_share: Tensor  # (4, 1) share of brake torque per wheel (sums to 1)
     mass: float  # [kg]
     yaw_inertia: float  # [kg m^2]
     wheel_radius: float  # [m]
@@ -77,7 +82,10 @@ class PhysicsConstants(NamedTuple):
 
 
 class PhysicsState(NamedTuple):
-    """The integrated part of :class:`~gym_s3.vehicle.VehicleState` (all ``(N,)`` or ``(N, 4)``)."""
+    """The integrated part of :class:`~gym_s3.vehicle.VehicleState`.
+
+    Every field is ``(N,)`` except ``omega``, which is wheel-major ``(4, N)`` [rad/s].
+    """
 
     x: Tensor
     y: Tensor
@@ -119,19 +127,20 @@ def build_constants(
     """Prepare the substep constants of ``p`` at physics step ``dt`` [s] on ``device``/``dtype``."""
 
     def vec(values: tuple[float, ...] | list[float]) -> Tensor:
-        return torch.tensor(values, device=device, dtype=dtype)
+        """Per-wheel constants as a ``(4, 1)`` column."""
+        return torch.tensor(values, device=device, dtype=dtype)[:, None]
 
     pos = p.wheel_positions(device=device, dtype=dtype)
     fz_front, fz_rear = p.static_axle_loads
     long_t = p.mass * p.h_cg / p.wheelbase / 2  # per wheel, per unit a_x
     lat_t = p.mass * p.h_cg / p.track_width  # per axle pair, per unit a_y
     chi = p.roll_stiffness_front
-    k_over_c = [[p.p_kx / p.c_x, p.p_ky_front / p.c_y]] * 2
-    k_over_c += [[p.p_kx / p.c_x, p.p_ky_rear / p.c_y]] * 2
+    ky = (p.p_ky_front, p.p_ky_front, p.p_ky_rear, p.p_ky_rear)
+    b_per_g = [[p.p_kx / p.c_x] * 4, [k / p.c_y for k in ky]]
     tyre = TyreCoefficients(
-        b_per_g=vec(k_over_c),
-        shape=vec([p.c_x, p.c_y]),
-        curvature=vec([p.e_x, p.e_y]),
+        b_per_g=torch.tensor(b_per_g, device=device, dtype=dtype)[..., None],
+        shape=torch.tensor([p.c_x, p.c_y], device=device, dtype=dtype)[:, None, None],
+        curvature=torch.tensor([p.e_x, p.e_y], device=device, dtype=dtype)[:, None, None],
         p_kx=p.p_kx,
         mu_ref=p.mu_ref,
         stiffness_mu_exponent=p.stiffness_mu_exponent,
@@ -143,8 +152,8 @@ def build_constants(
     return PhysicsConstants(
         dt=dt,
         tyre=tyre,
-        wheel_x=pos[:, 0].contiguous(),
-        wheel_y=pos[:, 1].contiguous(),
+        wheel_x=pos[:, :1].contiguous(),
+        wheel_y=pos[:, 1:].contiguous(),
         front=vec([1.0, 1.0, 0.0, 0.0]),
         fz_static=vec([fz_front / 2, fz_front / 2, fz_rear / 2, fz_rear / 2]),
         fz_per_ax=vec([-long_t, -long_t, long_t, long_t]),
@@ -176,20 +185,20 @@ def build_constants(
 
 
 def wheel_loads(c: PhysicsConstants, ax: Tensor, ay: Tensor) -> Tensor:
-    """Quasi-static normal loads ``(N, 4)`` [N] from specific forces ``ax, ay`` ``(N,)`` [m/s^2]."""
-    return (c.fz_static + ax[:, None] * c.fz_per_ax + ay[:, None] * c.fz_per_ay).clamp_min(0.0)
+    """Quasi-static normal loads ``(4, N)`` [N] from specific forces ``ax, ay`` ``(N,)`` [m/s^2]."""
+    return (c.fz_static + ax * c.fz_per_ax + ay * c.fz_per_ay).clamp_min(0.0)
 
 
 def contact_points(c: PhysicsConstants, x: Tensor, y: Tensor, yaw: Tensor) -> Tensor:
     """World contact-patch positions ``(N, 4, 2)`` [m] of cars at ``x, y, yaw`` ``(N,)``."""
-    cos_y, sin_y = torch.cos(yaw)[:, None], torch.sin(yaw)[:, None]
-    px = x[:, None] + cos_y * c.wheel_x - sin_y * c.wheel_y
-    py = y[:, None] + sin_y * c.wheel_x + cos_y * c.wheel_y
-    return torch.stack((px, py), dim=-1)
+    cos_y, sin_y = torch.cos(yaw), torch.sin(yaw)
+    px = x + cos_y * c.wheel_x - sin_y * c.wheel_y
+    py = y + sin_y * c.wheel_x + cos_y * c.wheel_y
+    return torch.stack((px.t(), py.t()), dim=-1).contiguous()
 
 
 class WheelKinematics(NamedTuple):
-    """Contact-point velocities in each wheel's frame and the wheel headings, all ``(N, 4)``."""
+    """Contact-point velocities in each wheel's frame and the wheel headings, all ``(4, N)``."""
 
     v_long: Tensor  # along the wheel heading [m/s]
     v_lat: Tensor  # across the wheel heading, left + [m/s]
@@ -201,24 +210,23 @@ def wheel_kinematics(
     c: PhysicsConstants, vx: Tensor, vy: Tensor, yaw_rate: Tensor, steer: Tensor
 ) -> WheelKinematics:
     """Contact-point velocities of a rigid body with steered front wheels (all inputs ``(N,)``)."""
-    r = yaw_rate[:, None]
-    vxw = vx[:, None] - r * c.wheel_y
-    vyw = vy[:, None] + r * c.wheel_x
-    angle = steer[:, None] * c.front
+    vxw = vx - yaw_rate * c.wheel_y
+    vyw = vy + yaw_rate * c.wheel_x
+    angle = steer * c.front
     cos_w, sin_w = torch.cos(angle), torch.sin(angle)
     return WheelKinematics(vxw * cos_w + vyw * sin_w, vyw * cos_w - vxw * sin_w, cos_w, sin_w)
 
 
 def body_frame(force: Tensor, kin: WheelKinematics) -> Tensor:
-    """Rotate wheel-frame tyre forces ``(N, 4, 2)`` into the body frame ``(N, 4, 2)`` [N]."""
-    fx, fy = force[..., 0], force[..., 1]
-    return torch.stack((fx * kin.cos_w - fy * kin.sin_w, fx * kin.sin_w + fy * kin.cos_w), dim=-1)
+    """Rotate wheel-frame tyre forces ``(2, 4, N)`` into the body frame ``(2, 4, N)`` [N]."""
+    fx, fy = force[0], force[1]
+    return torch.stack((fx * kin.cos_w - fy * kin.sin_w, fx * kin.sin_w + fy * kin.cos_w))
 
 
 def tyre_state(
     c: PhysicsConstants, s: PhysicsState, steer: Tensor, mu: Tensor
 ) -> tuple[WheelKinematics, Tensor, TyreOutput]:
-    """Wheel kinematics, normal loads ``(N, 4)`` [N] and tyre forces of state ``s``."""
+    """Wheel kinematics, normal loads ``(4, N)`` [N] and tyre forces of state ``s``."""
     kin = wheel_kinematics(c, s.vx, s.vy, s.yaw_rate, steer)
     fz = wheel_loads(c, s.ax, s.ay)
     return kin, fz, tyre_forces(c.tyre, kin.v_long, kin.v_lat, s.omega, fz, mu)
@@ -232,22 +240,20 @@ def _wheel_spin(
     kin: WheelKinematics,
     tyre: TyreOutput,
 ) -> Tensor:
-    """Advance the wheel speeds ``(N, 4)`` [rad/s] by one step (drive, tyre, brake, ABS)."""
+    """Advance the wheel speeds ``(4, N)`` [rad/s] by one step (drive, tyre, brake, ABS)."""
     radius = c.wheel_radius
-    shaft = (s.omega * c.drive_share).sum(-1)  # open differential: mean driven-wheel speed
+    shaft = (s.omega * c.drive_share).sum(0)  # open differential: mean driven-wheel speed
     torque_cap = torch.clamp(
         c.max_power / shaft.clamp_min(POWER_OMEGA_FLOOR), max=c.max_drive_torque
     )
     rev_taper = ((c.omega_limit - shaft) / (REV_LIMIT_BAND * c.omega_limit)).clamp(0.0, 1.0)
-    drive = (throttle * torque_cap * rev_taper)[:, None] * c.drive_share
+    drive = (throttle * torque_cap * rev_taper) * c.drive_share
     # linearly implicit in the tyre torque: slope d(R F_x)/d(omega) = R^2 K_x / v_den
     dt_over_i = c.dt / c.wheel_inertia
     damp = (dt_over_i * radius * radius) * tyre.slip_stiffness / tyre.v_den
-    free = (s.omega * (1.0 + damp) + dt_over_i * (drive - radius * tyre.force[..., 0])) / (
-        1.0 + damp
-    )
+    free = (s.omega * (1.0 + damp) + dt_over_i * (drive - radius * tyre.force[0])) / (1.0 + damp)
     # brake: Coulomb torque that removes spin without reversing it
-    brake_dw = (dt_over_i * c.max_brake_torque) * brake[:, None] * c.brake_share
+    brake_dw = (dt_over_i * c.max_brake_torque) * brake * c.brake_share
     braked = torch.copysign((free.abs() - brake_dw).clamp_min(0.0), free)
     if c.abs_enabled:
         # ideal slip-regulating ABS: brake pressure is released so that the wheel is not braked
@@ -271,7 +277,7 @@ def substep(
         c: constants from :func:`build_constants`.
         s: current state.
         cmd: actuator targets.
-        mu: ``(N, 4)`` peak friction under each wheel [-].
+        mu: ``(4, N)`` peak friction under each wheel [-].
         grade: optional ``(N,)`` gravity components along body x and y [m/s^2].
 
     Returns:
@@ -285,11 +291,11 @@ def substep(
 
     kin, _, tyre = tyre_state(c, s, steer, mu)
     fb = body_frame(tyre.force, kin)
-    fbx, fby = fb[..., 0], fb[..., 1]
+    fbx, fby = fb[0], fb[1]
     resist = c.drag_coef * s.vx * s.vx.abs() + c.roll_force * torch.tanh(s.vx / c.rolling_speed)
-    ax = (fbx.sum(-1) - resist) / c.mass
-    ay = fby.sum(-1) / c.mass
-    yaw_acc = (c.wheel_x * fby - c.wheel_y * fbx).sum(-1) / c.yaw_inertia
+    ax = (fbx.sum(0) - resist) / c.mass
+    ay = fby.sum(0) / c.mass
+    yaw_acc = (c.wheel_x * fby - c.wheel_y * fbx).sum(0) / c.yaw_inertia
     omega = _wheel_spin(c, s, throttle, brake, kin, tyre)
 
     gx, gy = (ax, ay) if grade is None else (ax + grade[0], ay + grade[1])
@@ -339,14 +345,13 @@ def chunk(
     ok = (
         (new.vx * new.vx + new.vy * new.vy < c.fault_speed2)
         & (new.yaw_rate.abs() < c.fault_yaw_rate)
-        & (new.omega.abs().amax(-1) < c.fault_wheel_speed)
+        & (new.omega.abs().amax(0) < c.fault_wheel_speed)
     )
     fault = s.fault | ~ok
     new = new._replace(yaw=torch.remainder(new.yaw + math.pi, 2 * math.pi) - math.pi)
 
     def keep(old: Tensor, value: Tensor) -> Tensor:
-        mask = fault[:, None] if value.ndim == 2 else fault
-        return torch.where(mask, torch.nan_to_num(old, nan=0.0, posinf=0.0, neginf=0.0), value)
+        return torch.where(fault, torch.nan_to_num(old, nan=0.0, posinf=0.0, neginf=0.0), value)
 
     frozen = PhysicsState(*(keep(o, v) for o, v in zip(s[:-1], new[:-1], strict=True)), fault)
     return frozen, contact_points(c, frozen.x, frozen.y, frozen.yaw)

@@ -1,6 +1,8 @@
 """Combined-slip Magic-Formula tyre: per-wheel friction, load sensitivity, mu-scaled stiffness.
 
-Pure batched functions on ``(N, 4)`` wheel tensors; no state, no Python branches on data.
+Pure batched functions on wheel-major ``(4, N)`` tensors (one row per wheel FL, FR, RL, RR, cars
+along the contiguous last dimension so that compiled kernels vectorise over cars); no state, no
+Python branches on data.
 
 Model (``vehicle-dynamics.md`` §2.4, step 5):
 
@@ -31,12 +33,12 @@ SIGMA_EPS2 = 1e-12
 
 
 class TyreCoefficients(NamedTuple):
-    """Tyre constants prepared for broadcasting against ``(N, 4, 2)`` tensors.
+    """Tyre constants prepared for broadcasting against ``(2, 4, N)`` tensors.
 
     Attributes:
-        b_per_g: ``(4, 2)`` stiffness over shape factor ``p_k / C`` per wheel for (x, y).
-        shape: ``(2,)`` Magic-Formula shape factors ``(C_x, C_y)``.
-        curvature: ``(2,)`` Magic-Formula curvature factors ``(E_x, E_y)``.
+        b_per_g: ``(2, 4, 1)`` stiffness over shape factor ``p_k / C`` for (x, y) per wheel.
+        shape: ``(2, 1, 1)`` Magic-Formula shape factors ``(C_x, C_y)``.
+        curvature: ``(2, 1, 1)`` Magic-Formula curvature factors ``(E_x, E_y)``.
         p_kx: longitudinal slip stiffness per unit load [1/unit slip].
         mu_ref: friction at which the stiffnesses hold [-].
         stiffness_mu_exponent: exponent k of the stiffness scale [-].
@@ -59,14 +61,14 @@ class TyreCoefficients(NamedTuple):
 
 
 class TyreOutput(NamedTuple):
-    """Per-wheel tyre forces in the wheel frame and the slip quantities behind them.
+    """Per-wheel tyre forces in the wheel frame and the slip quantities behind them (wheel-major).
 
     Attributes:
-        force: ``(N, 4, 2)`` longitudinal and lateral tyre force in the wheel frame [N].
-        slip_ratio: ``(N, 4)`` kappa, positive when driving [-].
-        tan_slip_angle: ``(N, 4)`` tan(alpha), positive when the force points left [-].
-        v_den: ``(N, 4)`` slip denominator max(|v_long|, floor) [m/s].
-        slip_stiffness: ``(N, 4)`` longitudinal slip stiffness K_x at zero slip [N].
+        force: ``(2, 4, N)`` longitudinal and lateral tyre force in the wheel frame [N].
+        slip_ratio: ``(4, N)`` kappa, positive when driving [-].
+        tan_slip_angle: ``(4, N)`` tan(alpha), positive when the force points left [-].
+        v_den: ``(4, N)`` slip denominator max(|v_long|, floor) [m/s].
+        slip_stiffness: ``(4, N)`` longitudinal slip stiffness K_x at zero slip [N].
     """
 
     force: Tensor
@@ -83,11 +85,11 @@ def tyre_forces(
 
     Args:
         coef: tyre constants (see :class:`TyreCoefficients`).
-        v_long: ``(N, 4)`` contact-point velocity along the wheel heading [m/s].
-        v_lat: ``(N, 4)`` contact-point velocity across the wheel heading (left +) [m/s].
-        omega: ``(N, 4)`` wheel spin [rad/s].
-        fz: ``(N, 4)`` normal load, already clamped at >= 0 [N].
-        mu: ``(N, 4)`` peak surface friction under each wheel [-].
+        v_long: ``(4, N)`` contact-point velocity along the wheel heading [m/s].
+        v_lat: ``(4, N)`` contact-point velocity across the wheel heading (left +) [m/s].
+        omega: ``(4, N)`` wheel spin [rad/s].
+        fz: ``(4, N)`` normal load, already clamped at >= 0 [N].
+        mu: ``(4, N)`` peak surface friction under each wheel [-].
 
     Returns:
         The forces and slips as a :class:`TyreOutput`.
@@ -104,10 +106,10 @@ def tyre_forces(
     # B = p_k * lambda_K * F_z / (C * D) = (p_k / C) * lambda_K / (mu * load_factor)
     g = stiff_scale / (mu_c * load_factor)
     shrink = 1.0 / (1.0 + kappa.abs())
-    sigma = torch.stack((kappa * shrink, tan_alpha * shrink), dim=-1)
-    sigma_n = (sigma.square().sum(-1) + SIGMA_EPS2).sqrt()
-    bs = (g * sigma_n).unsqueeze(-1) * coef.b_per_g
+    sigma_x, sigma_y = kappa * shrink, tan_alpha * shrink
+    sigma_n = (sigma_x * sigma_x + sigma_y * sigma_y + SIGMA_EPS2).sqrt()
+    bs = (g * sigma_n) * coef.b_per_g
     curve = torch.sin(coef.shape * torch.atan(bs - coef.curvature * (bs - torch.atan(bs))))
-    force = sigma * (peak / sigma_n).unsqueeze(-1) * curve
+    force = torch.stack((sigma_x, sigma_y)) * (peak / sigma_n) * curve
     slip_stiffness = coef.p_kx * stiff_scale * fz
     return TyreOutput(force, kappa, tan_alpha, v_den, slip_stiffness)
