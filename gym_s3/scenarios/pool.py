@@ -1,6 +1,6 @@
 """The scenario pool: what a car is asked to track in an episode.
 
-* A **variant** is a path from the :class:`~gym_s3.scenarios.bank.PathBank` with one surface
+* A **variant** is a path from the :class:`~gym_s3.tracks.bank.PathBank` with one surface
   layout and the friction-aware target-speed profile computed for that layout.
 * A **scenario** is a variant plus a start position and the labels of the driving that follows
   it (over ``horizon_s`` seconds of the target profile).
@@ -18,8 +18,8 @@ import torch
 from torch import Tensor
 
 from gym_s3.errors import ConfigError
-from gym_s3.scenarios.bank import PathBank
 from gym_s3.scenarios.labels import LABELS, LabelThresholds, label_mask, label_windows
+from gym_s3.tracks.bank import PathBank
 from gym_s3.tracks.path import ReferencePath
 from gym_s3.tracks.speed_profile import SpeedProfileConfig, speed_profile
 from gym_s3.tracks.surfaces import SurfaceBatch, SurfaceLayout, friction_along
@@ -147,15 +147,7 @@ class ScenarioPool:
 
     def target_speed(self, variant: Tensor, s: Tensor) -> Tensor:
         """Target speed [m/s] of each row's variant at arc lengths ``s`` ``(N,)`` or ``(N, J)``."""
-        pid = self.variant_path[variant]
-        s = self.bank.wrap_s(pid, s.to(self.speed.dtype))
-        ds = self.bank.ds[pid] if s.ndim == 1 else self.bank.ds[pid][:, None]
-        idx = self.bank._wrap_index(pid, torch.floor(s / ds).to(torch.int64))
-        nxt = self.bank._wrap_index(pid, idx + 1)
-        frac = ((s - idx.to(s.dtype) * ds) / ds).clamp(0.0, 1.0)
-        rows = variant if idx.ndim == 1 else variant[:, None].expand_as(idx)
-        a = self.speed[rows, idx]
-        return a + frac * (self.speed[rows, nxt] - a)
+        return self.bank.interpolate(self.speed, variant, self.variant_path[variant], s)
 
     def filter(self, labels: Sequence[str] | None = None, *, match: str = "any") -> ScenarioPool:
         """The pool restricted to scenarios with ``any`` (or ``all``) of ``labels``.

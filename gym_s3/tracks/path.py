@@ -23,6 +23,7 @@ from torch import Tensor
 
 from gym_s3.errors import ConfigError
 from gym_s3.tracks.arcs import arc_offset, project_on_arc, wrap_angle
+from gym_s3.tracks.bank import PathBank
 from gym_s3.tracks.features import PathFeature
 
 __all__ = [
@@ -208,21 +209,16 @@ class ReferencePath:
             return torch.remainder(s, self.length)
         return s
 
-    def _split(self, s: Tensor) -> tuple[Tensor, Tensor]:
-        """Split arc lengths into a base sample index ``(...,)`` and the distance past it [m]."""
-        m = self.num_samples
-        s = self.wrap_s(s)
-        idx = torch.floor(s / self.ds).to(torch.int64)
-        if self.closed:
-            idx = torch.remainder(idx, m)
-        else:
-            idx = idx.clamp(0, m - 2)
-        return idx, s - idx.to(s.dtype) * self.ds
+    @cached_property
+    def bank(self) -> PathBank:
+        """This path as a one-path :class:`~gym_s3.tracks.bank.PathBank` (the implementation)."""
+        from gym_s3.tracks.bank import PathBank
 
-    def _next(self, idx: Tensor) -> Tensor:
-        """Index of the sample after ``idx`` (wrapping on closed paths, clamped on open ones)."""
-        m = self.num_samples
-        return torch.remainder(idx + 1, m) if self.closed else (idx + 1).clamp(max=m - 1)
+        return PathBank.from_paths([self])
+
+    def _pid(self, like: Tensor) -> Tensor:
+        """Path index 0 for every row of ``like``."""
+        return torch.zeros(like.shape[0], dtype=torch.int64, device=self.device)
 
     def sample(self, s: Tensor) -> PathSample:
         """Interpolate the path at arc lengths ``s`` of any shape [m].
@@ -231,56 +227,18 @@ class ReferencePath:
         and elevation are interpolated linearly. On open paths, points before the start or past the
         end are extrapolated along the first or last arc.
         """
-        s = s.to(device=self.device, dtype=self.dtype)
-        idx, rem = self._split(s)
-        nxt = self._next(idx)
-        frac = (rem / self.ds).clamp(0.0, 1.0)
-        h0 = self.heading[idx]
-        k_seg = self.segment_curvature[idx]
-        fwd, left = arc_offset(k_seg, rem)
-        cos_h, sin_h = torch.cos(h0), torch.sin(h0)
-
-        def lerp(values: Tensor) -> Tensor:
-            """Linear interpolation of per-sample values between ``idx`` and the next sample."""
-            return values[idx] + frac * (values[nxt] - values[idx])
-
+        s = torch.as_tensor(s).to(device=self.device, dtype=self.dtype)
+        flat = s.reshape(-1)
+        smp = self.bank.sample(self._pid(flat), flat)
         return PathSample(
-            x=self.xyz[idx, 0] + fwd * cos_h - left * sin_h,
-            y=self.xyz[idx, 1] + fwd * sin_h + left * cos_h,
-            z=lerp(self.xyz[:, 2]),
-            heading=h0 + k_seg * rem,
-            curvature=lerp(self.curvature),
-            width_left=lerp(self.width_left),
-            width_right=lerp(self.width_right),
+            *(getattr(smp, f).reshape(s.shape) for f in PathSample.__dataclass_fields__)
         )
 
     # ------------------------------------------------------------------ projection
-    def nearest_index(self, points: Tensor, *, chunk: int = 2048) -> Tensor:
-        """Global nearest-sample search; ``points`` ``(N, 2)`` -> ``(N,)`` int64 indices.
-
-        O(N·M) (matrix-product distances in chunks, then an exact check of the neighbours); used
-        to initialise the windowed search after a reset or a teleport.
-        """
+    def nearest_index(self, points: Tensor) -> Tensor:
+        """Global nearest-sample search; ``points`` ``(N, 2)`` -> ``(N,)`` int64 indices."""
         pts = points.to(device=self.device, dtype=self.dtype)
-        xy = self.xyz[:, :2]
-        centre = xy.mean(dim=0)  # centring keeps the |a|^2 + |b|^2 - 2ab form well conditioned
-        xy_c, pts_c = xy - centre, pts - centre
-        out = [
-            torch.cdist(pts_c[start : start + chunk], xy_c).argmin(dim=1)
-            for start in range(0, pts.shape[0], chunk)
-        ]
-        if not out:
-            return torch.zeros(0, dtype=torch.int64, device=self.device)
-        return self._window_argmin(pts, torch.cat(out), 2)
-
-    def _window_argmin(self, pts: Tensor, hint: Tensor, window: int) -> Tensor:
-        """Nearest sample among the ``2 window + 1`` samples around ``hint`` (exact distances)."""
-        m = self.num_samples
-        offsets = torch.arange(-window, window + 1, device=self.device)
-        cand = hint.to(self.device)[:, None] + offsets[None, :]
-        cand = torch.remainder(cand, m) if self.closed else cand.clamp(0, m - 1)
-        dist2 = (pts[:, None, :] - self.xyz[cand, :2]).square().sum(-1)
-        return cand.gather(1, dist2.argmin(dim=1, keepdim=True)).squeeze(1)
+        return self.bank.nearest_index(self._pid(pts), pts)
 
     def project(self, points: Tensor, hint: Tensor | None = None, *, window: int = 12) -> Frenet:
         """Project world points onto the path (batched, vectorised).
@@ -301,62 +259,10 @@ class ReferencePath:
             raise ConfigError(
                 f"project() expects points of shape (N, 2), got {tuple(points.shape)}"
             )
-        if window < 1:
-            raise ConfigError(f"project() window must be at least 1 sample, got {window}")
         pts = points.to(device=self.device, dtype=self.dtype)
-        if hint is None or 2 * window + 1 >= self.num_samples:
-            idx = self.nearest_index(pts)
-        else:
-            if hint.shape != (pts.shape[0],):
-                raise ConfigError(
-                    f"project() hint must have shape ({pts.shape[0]},), got {tuple(hint.shape)}"
-                )
-            idx = self._window_argmin(pts, hint, window)
-        return self._project_from(pts, idx)
-
-    @cached_property
-    def _cos_sin_heading(self) -> tuple[Tensor, Tensor]:
-        """``(M,)`` cosine and sine of the sample headings (cached: projection is a hot path)."""
-        return torch.cos(self.heading), torch.sin(self.heading)
-
-    def _project_from(self, pts: Tensor, idx: Tensor) -> Frenet:
-        """Project onto the arc after the nearest sample ``idx``, or the one before it.
-
-        A point behind the normal at sample ``idx`` belongs to the arc of segment ``idx - 1``
-        (chosen per row with ``where``, without a host sync); open paths extrapolate along their
-        first and last arcs.
-        """
-        m = self.num_samples
-        cos_h, sin_h = self._cos_sin_heading
-        if self.closed:
-            fwd, prev = idx, torch.remainder(idx - 1, m)
-        else:  # the last sample has no arc after it: use the one before
-            fwd, prev = idx.clamp(max=m - 2), (idx - 1).clamp(min=0)
-        rel = pts - self.xyz[idx, :2]
-        behind = rel[:, 0] * cos_h[idx] + rel[:, 1] * sin_h[idx] < 0
-        base = torch.where(behind & (prev != fwd), prev, fwd)
-        rel = pts - self.xyz[base, :2]
-        c, s_ = cos_h[base], sin_h[base]
-        dx = rel[:, 0] * c + rel[:, 1] * s_  # along the tangent
-        dy = rel[:, 1] * c - rel[:, 0] * s_  # to the left
-        k_seg = self.segment_curvature[base]
-        along, d = project_on_arc(dx, dy, k_seg)
-        nxt = self._next(base)
-        frac = (along / self.ds).clamp(0.0, 1.0)
-
-        def lerp(values: Tensor) -> Tensor:
-            """Linear interpolation of per-sample values between ``idx`` and the next sample."""
-            return values[base] + frac * (values[nxt] - values[base])
-
-        return Frenet(
-            s=self.wrap_s(base.to(self.dtype) * self.ds + along),
-            d=d,
-            heading=self.heading[base] + k_seg * along,
-            curvature=lerp(self.curvature),
-            index=idx,
-            width_left=lerp(self.width_left),
-            width_right=lerp(self.width_right),
-        )
+        if hint is not None and 2 * window + 1 >= self.num_samples:
+            hint = None
+        return self.bank.project(self._pid(pts), pts, hint, window=window)
 
     def height_at(self, points: Tensor, hint: Tensor | None = None, *, window: int = 12) -> Tensor:
         """Terrain height [m] at world points: the elevation of the path at their projection.
