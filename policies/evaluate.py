@@ -45,6 +45,8 @@ class RunResult:
         speed: ``(T,)`` speed [m/s]; ``target``: ``(T,)`` target speed [m/s].
         frames: rendered frames (only when asked).
         wall_s: wall-clock time of the run [s].
+        reference: the reference path driven (for plots).
+        layout: the surface layout of the run (for plots).
     """
 
     env: str
@@ -58,6 +60,8 @@ class RunResult:
     target: np.ndarray
     frames: list[np.ndarray] = field(default_factory=list)
     wall_s: float = 0.0
+    reference: Any = None
+    layout: Any = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-friendly summary (no arrays)."""
@@ -127,6 +131,8 @@ def run_episode(
         target=np.asarray(target),
         frames=frames,
         wall_s=time.perf_counter() - t0,
+        reference=getattr(env.unwrapped, "reference", None),
+        layout=getattr(env.unwrapped, "layout", None),
     )
 
 

@@ -1,0 +1,159 @@
+"""``s3 train`` and ``s3 evaluate``: PPO in the distilled env, evaluation in either env."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from gym_s3.errors import ConfigError
+
+
+def register(subparsers: Any) -> None:
+    """Add ``train`` and ``evaluate`` to the ``s3`` command line."""
+    _register_train(subparsers)
+    _register_evaluate(subparsers)
+
+
+def _register_train(subparsers: Any) -> None:
+    from policies.config import PRESETS, PPOConfig
+
+    p = subparsers.add_parser(
+        "train",
+        help="train a PPO policy in S3Distilled-v0 (TorchRL)",
+        description="Train a PPO driving policy only inside the distilled environment "
+        "S3Distilled-v0. Settings come from a preset; options override single fields.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "--preset",
+        default="ddm",
+        choices=sorted(PRESETS),
+        help="named settings: one per dynamics backend, 'oracle', 'tiny' (smoke test)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs/ppo"),
+        help="output folder for checkpoints, logs and train_summary.json",
+    )
+    defaults = PPOConfig()
+    helps = {
+        "backend": "dynamics backend to train in (bicycle, ddm, trans, dytr)",
+        "dynamics_checkpoint": "dynamics checkpoint path (default: the shipped one of the backend)",
+        "obs_mode": "observation mode: default or oracle",
+        "num_envs": "cars simulated in parallel",
+        "rollout_steps": "steps per car per batch [steps of 50 ms]",
+        "total_frames": "stop after this many environment steps",
+        "time_budget_s": "stop after this wall-clock time [s]",
+        "epochs": "PPO epochs per batch",
+        "minibatch_size": "frames per gradient step",
+        "lr": "Adam learning rate",
+        "entropy_coef": "entropy bonus weight",
+        "max_episode_steps": "episode length [steps of 50 ms]",
+        "eval_every": "quick evaluation every N iterations (0: never)",
+        "checkpoint_every": "checkpoint every N iterations (0: only the final one)",
+        "seed": "random seed",
+        "device": "torch device (cpu, cuda)",
+        "logger": "csv or tensorboard",
+    }
+    for name, text in helps.items():
+        default = getattr(defaults, name)
+        kind = type(default) if default is not None else (float if "budget" in name else str)
+        if kind is bool:
+            kind = int
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None,
+                       help=f"{text} (preset value if omitted)")  # fmt: skip
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run_train)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from policies.config import preset
+    from policies.ppo import train
+
+    overrides = {k: v for k, v in vars(args).items()
+                 if k in preset(args.preset).__dataclass_fields__ and v is not None}  # fmt: skip
+    config = preset(args.preset, **overrides)
+    result = train(config, args.out, progress=not args.no_progress)
+    print(f"policy: {result.checkpoint}")
+    print(f"{result.frames} frames in {result.wall_s:.0f} s "
+          f"({result.train_frames_per_s:.0f} frames/s overall, "
+          f"{result.env_frames_per_s:.0f} frames/s collection)")  # fmt: skip
+    return 0
+
+
+def _register_evaluate(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "evaluate",
+        help="evaluate a policy on Putnam Park laps in S3BeamNG-v0 (stand-in by default)",
+        description="Drive Putnam Park laps with a trained policy in S3BeamNG-v0 (the open "
+        "stand-in unless --host/--port point at BeamNG.tech) on every requested surface and "
+        "ice-patch count; writes a table, JSON and plots.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("policy", type=Path, help="policy checkpoint (.json sidecar or stem)")
+    p.add_argument(
+        "--surfaces",
+        default="asphalt,asphalt_wet,gravel,snow,ice",
+        help="comma-separated base surfaces",
+    )
+    p.add_argument(
+        "--ice-patches",
+        default="0,4",
+        help="comma-separated numbers of ice patches on the lap [count]",
+    )
+    p.add_argument("--track", default="putnam", help="reference track")
+    p.add_argument(
+        "--beamng",
+        action="store_true",
+        help="use a running BeamNG.tech at --host/--port instead of the stand-in",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="BeamNG.tech address (with --beamng)")
+    p.add_argument("--port", type=int, default=25252, help="BeamNG.tech port (with --beamng)")
+    p.add_argument("--seed", type=int, default=0, help="episode and ice-patch placement seed")
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="cap on steps per run [steps of 50 ms] (default: a full lap)",
+    )
+    p.add_argument(
+        "--gif-every",
+        type=int,
+        default=0,
+        help="keep a GIF frame every N steps (0: no GIFs) [steps]",
+    )
+    p.add_argument("--out", type=Path, default=Path("runs/eval"), help="output folder")
+    p.set_defaults(func=_run_evaluate)
+
+
+def _csv(text: str, kind: type) -> list:
+    try:
+        return [kind(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise ConfigError(f"could not parse '{text}' as a comma-separated list: {exc}") from exc
+
+
+def _run_evaluate(args: argparse.Namespace) -> int:
+    from policies.checkpoint import load_policy
+    from policies.evaluate import evaluate_beamng
+    from policies.report import write_evaluation
+
+    policy = load_policy(args.policy)
+    results = evaluate_beamng(
+        policy,
+        surfaces=_csv(args.surfaces, str),
+        ice_patches=_csv(args.ice_patches, int),
+        track=args.track,
+        standin=not args.beamng,
+        host=args.host,
+        port=args.port,
+        seed=args.seed,
+        render_every=args.gif_every,
+        max_steps=args.max_steps,
+    )
+    paths = write_evaluation(results, args.out, title=f"Policy {policy.path} ({policy.backend})")
+    for path in paths:
+        print(path)
+    return 0

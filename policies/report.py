@@ -1,0 +1,130 @@
+"""Evaluation reports: a table (terminal and Markdown), JSON, trajectory and error plots, GIFs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from policies.evaluate import METRICS, RunResult
+
+
+def run_tag(result: RunResult) -> str:
+    """File-name tag of a run, e.g. ``asphalt_p4``."""
+    c = result.condition
+    parts = [str(c.get("surface", "run"))]
+    if "ice_patches" in c:
+        parts.append(f"p{c['ice_patches']}")
+    if "label" in c:
+        parts.append(str(c["label"]))
+    return "_".join(parts)
+
+
+def markdown_table(results: Sequence[RunResult]) -> str:
+    """The metric table of the runs as Markdown (one row per run)."""
+    cols = ["condition", "end", *METRICS]
+    head = "| " + " | ".join([cols[0], cols[1], *(f"{m} [{u}]" for m, u in METRICS.items())]) + " |"
+    lines = [head, "|" + "---|" * len(cols)]
+    for r in results:
+        cond = ", ".join(f"{k}={v}" for k, v in r.condition.items())
+        vals = [
+            f"{r.metrics[m]:.3f}" if "steps" not in m else f"{r.metrics[m]:.0f}" for m in METRICS
+        ]
+        lines.append("| " + " | ".join([cond, r.terminated_by, *vals]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def print_table(results: Sequence[RunResult], title: str) -> None:
+    """Print the metric table with rich."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("condition", "end", "completion", "cte mean [m]", "cte max [m]",
+                "heading [rad]", "speed err [m/s]", "smoothness", "off-track [steps]"):  # fmt: skip
+        table.add_column(col, justify="right")
+    for r in results:
+        m = r.metrics
+        table.add_row(
+            ", ".join(f"{k}={v}" for k, v in r.condition.items()),
+            r.terminated_by,
+            f"{m['completion']:.2f}",
+            f"{m['cte_mean']:.2f}",
+            f"{m['cte_max']:.2f}",
+            f"{m['heading_error_mean']:.3f}",
+            f"{m['speed_error_mean']:.2f}",
+            f"{m['action_smoothness']:.4f}",
+            f"{m['off_track_steps']:.0f}",
+        )
+    Console().print(table)
+
+
+def plot_run(result: RunResult, path, layout, out: Path) -> list[Path]:
+    """Trajectory over the track (with surface patches) and errors along the lap."""
+    from gym_s3.tracks.plot import figsize_for, new_axes, plot_track, save_plot
+
+    tag = run_tag(result)
+    files = []
+    ax = new_axes(figsize_for(path))
+    plot_track(path, layout=layout, trajectories={f"{result.env} ({tag})": result.trajectory},
+               ax=ax)  # fmt: skip
+    files.append(out / f"trajectory_{tag}.png")
+    save_plot(ax, str(files[-1]))
+    fig_ax = new_axes((9.0, 5.0))
+    fig = fig_ax.figure
+    fig.clear()
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    top.plot(result.s, result.cte, linewidth=1.0)
+    top.axhline(0.0, color="k", linewidth=0.5)
+    top.set_ylabel("cross-track error [m]")
+    top.set_title(f"{result.env}: {tag} ({result.terminated_by})", fontsize=10)
+    bottom.plot(result.s, result.speed, linewidth=1.0, label="speed")
+    bottom.plot(result.s, result.target, linewidth=1.0, linestyle="--", label="target")
+    bottom.set_xlabel("arc length along the reference [m]")
+    bottom.set_ylabel("speed [m/s]")
+    bottom.legend(fontsize=8)
+    files.append(out / f"errors_{tag}.png")
+    fig.savefig(files[-1], dpi=120)
+    return files
+
+
+def write_evaluation(
+    results: Sequence[RunResult],
+    out_dir: str | Path,
+    *,
+    title: str,
+    paths_and_layouts: Sequence[tuple] | None = None,
+) -> list[Path]:
+    """Write ``results.json``, ``results.md``, plots and GIFs of an evaluation; print the table.
+
+    Args:
+        results: the runs.
+        out_dir: output folder (created).
+        title: report title.
+        paths_and_layouts: per run, the ``(ReferencePath, SurfaceLayout)`` to plot it on
+            (default: taken from ``result.condition`` via the track registry).
+
+    Returns:
+        the written files.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    print_table(results, title)
+    files = [out / "results.json", out / "results.md"]
+    summary = {"title": title, "runs": [r.to_json() for r in results]}
+    files[0].write_text(json.dumps(summary, indent=2) + "\n")
+    files[1].write_text(f"# {title}\n\n" + markdown_table(results))
+    for i, r in enumerate(results):
+        if paths_and_layouts is not None:
+            path, layout = paths_and_layouts[i]
+        else:
+            path, layout = r.reference, r.layout
+        if path is not None and len(r.trajectory):
+            files += plot_run(r, path, layout, out)
+        if r.frames:
+            from gym_s3.envs.gif import write_gif
+
+            files.append(write_gif(np.stack(r.frames), out / f"run_{run_tag(r)}.gif", fps=10))
+    return files
