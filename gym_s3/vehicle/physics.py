@@ -11,10 +11,12 @@ Substep (``vehicle-dynamics.md`` §2.4), for every car at once:
 3. contact-point velocities in each wheel's frame (front wheels steered, parallel steering);
 4. combined-slip Magic-Formula tyre forces with per-wheel friction (:mod:`.tyre`);
 5. body forces: tyre forces in the body frame, aerodynamic drag, rolling resistance, road grade;
+   body velocities by semi-implicit Euler;
 6. wheel spin: drive torque through open differentials with torque, power and speed limits, a
-   linearly implicit tyre-torque update (stable at any step), then brake torque as a Coulomb
-   torque that can stop but not reverse a wheel, with an optional slip-regulating ABS;
-7. body: semi-implicit Euler (velocities first, pose from the new velocities at mid-yaw).
+   tyre-torque update linearly implicit in the slip (stable at any step; it sees the body's new
+   velocity), then brake torque as a Coulomb torque that can stop but not reverse a wheel, with
+   an optional slip-regulating ABS;
+7. pose from the new velocities at mid-yaw.
 
 No Python branch depends on tensor data and nothing synchronises with the host, so the same code
 runs on CPU and GPU and compiles to a single graph.
@@ -237,10 +239,17 @@ def _wheel_spin(
     s: PhysicsState,
     throttle: Tensor,
     brake: Tensor,
+    v_long_next: Tensor,
     kin: WheelKinematics,
     tyre: TyreOutput,
 ) -> Tensor:
-    """Advance the wheel speeds ``(4, N)`` [rad/s] by one step (drive, tyre, brake, ABS)."""
+    """Advance the wheel speeds ``(4, N)`` [rad/s] by one step (drive, tyre, brake, ABS).
+
+    The tyre torque is linearly implicit in the slip ``R omega - v_long``: its slope
+    ``K_x / v_den`` is applied to the change of wheel speed and to the known change of the
+    contact-point speed ``v_long_next - v_long`` (the body is updated first), so a wheel follows
+    an accelerating body without the one-step lag an update in ``omega`` alone would leave.
+    """
     radius = c.wheel_radius
     shaft = (s.omega * c.drive_share).sum(0)  # open differential: mean driven-wheel speed
     torque_cap = torch.clamp(
@@ -248,19 +257,19 @@ def _wheel_spin(
     )
     rev_taper = ((c.omega_limit - shaft) / (REV_LIMIT_BAND * c.omega_limit)).clamp(0.0, 1.0)
     drive = (throttle * torque_cap * rev_taper) * c.drive_share
-    # linearly implicit in the tyre torque: slope d(R F_x)/d(omega) = R^2 K_x / v_den
     dt_over_i = c.dt / c.wheel_inertia
     damp = (dt_over_i * radius * radius) * tyre.slip_stiffness / tyre.v_den
-    free = (s.omega * (1.0 + damp) + dt_over_i * (drive - radius * tyre.force[0])) / (1.0 + damp)
+    follow = damp * (v_long_next - kin.v_long) / radius
+    free = s.omega + (dt_over_i * (drive - radius * tyre.force[0]) + follow) / (1.0 + damp)
     # brake: Coulomb torque that removes spin without reversing it
     brake_dw = (dt_over_i * c.max_brake_torque) * brake * c.brake_share
     braked = torch.copysign((free.abs() - brake_dw).clamp_min(0.0), free)
     if c.abs_enabled:
         # ideal slip-regulating ABS: brake pressure is released so that the wheel is not braked
         # below the speed of slip -abs_target_slip (never adds torque: min with the free wheel)
-        target = (kin.v_long - c.abs_target_slip * tyre.v_den) / radius
+        target = (v_long_next - c.abs_target_slip * tyre.v_den) / radius
         regulated = torch.maximum(braked, torch.minimum(free, target))
-        braked = torch.where(kin.v_long > c.abs_min_speed, regulated, braked)
+        braked = torch.where(v_long_next > c.abs_min_speed, regulated, braked)
     return braked
 
 
@@ -296,13 +305,14 @@ def substep(
     ax = (fbx.sum(0) - resist) / c.mass
     ay = fby.sum(0) / c.mass
     yaw_acc = (c.wheel_x * fby - c.wheel_y * fbx).sum(0) / c.yaw_inertia
-    omega = _wheel_spin(c, s, throttle, brake, kin, tyre)
 
     gx, gy = (ax, ay) if grade is None else (ax + grade[0], ay + grade[1])
     dt = c.dt
     vx = s.vx + dt * (gx + s.yaw_rate * s.vy)
     vy = s.vy + dt * (gy - s.yaw_rate * vx)
     yaw_rate = s.yaw_rate + dt * yaw_acc
+    v_long_next = (vx - yaw_rate * c.wheel_y) * kin.cos_w + (vy + yaw_rate * c.wheel_x) * kin.sin_w
+    omega = _wheel_spin(c, s, throttle, brake, v_long_next, kin, tyre)
     yaw_mid = s.yaw + (0.5 * dt) * yaw_rate
     cos_y, sin_y = torch.cos(yaw_mid), torch.sin(yaw_mid)
     return PhysicsState(

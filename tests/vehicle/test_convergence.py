@@ -11,7 +11,7 @@ from gym_s3.tracks.friction import UniformFriction
 from gym_s3.vehicle import VehicleModel, VehicleState
 
 CONTROL_DT = 0.05
-DTS = (5e-3, 2.5e-3, 1.25e-3, 0.625e-3)  # physics steps [s], each half of the previous
+DTS = (10e-3, 5e-3, 2.5e-3, 1.25e-3)  # physics steps [s], each half of the previous
 
 
 def _slalom(k: int, state: VehicleState) -> torch.Tensor:
@@ -24,7 +24,7 @@ def test_halving_dt_changes_the_slalom_end_position_less_each_time() -> None:
     """Each halving of the physics step moves the 4 s slalom end point less than the previous one.
 
     It also checks the first-order rate loosely (each change at most 0.7 of the previous) and
-    that the 1.25 ms run lies within 15 cm of the 0.625 ms run.
+    that the 2.5 ms run lies within 20 cm of the 1.25 ms run.
     """
     ends = []
     for dt in DTS:
@@ -39,4 +39,4 @@ def test_halving_dt_changes_the_slalom_end_position_less_each_time() -> None:
     changes = [float((b - a).norm()) for a, b in zip(ends[:-1], ends[1:], strict=True)]
     assert changes[0] > changes[1] > changes[2], changes
     assert changes[1] <= 0.7 * changes[0] and changes[2] <= 0.7 * changes[1], changes
-    assert changes[2] < 0.15, f"1.25 ms vs 0.625 ms differ by {changes[2]:.3f} m"
+    assert changes[2] < 0.2, f"2.5 ms vs 1.25 ms differ by {changes[2]:.3f} m"

@@ -24,6 +24,15 @@ SURFACE_MU: dict[str, float] = {
 Controller = Callable[[int, VehicleState], Tensor]
 
 
+def coarse_model(**kwargs: object) -> VehicleModel:
+    """A 2.5 ms x 20-substep model for tests of properties that hold at any physics step.
+
+    Properties such as energy dissipation, symmetry, batching or determinism must not depend on
+    the step, so those tests run 2.5x faster than at the default 1 ms.
+    """
+    return VehicleModel(physics_dt=2.5e-3, substeps=20, friction_every=2, **kwargs)  # type: ignore[arg-type]
+
+
 def rollout(
     model: VehicleModel,
     state: VehicleState,
