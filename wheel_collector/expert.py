@@ -352,8 +352,8 @@ class BatchedExpert:
 class StateObserver(Protocol):
     """An input source that needs the car's state before each poll (the scripted expert)."""
 
-    def observe(self, ego: EgoState, sample: TrackSample) -> None:
-        """Give the source the measured state of its car and its track-side view."""
+    def observe(self, ego: EgoState, sample: TrackSample, track: TrackSide) -> None:
+        """Give the source its car's measured state, track-side view and track side."""
         ...
 
     def reset(self) -> None:
@@ -369,24 +369,26 @@ class ExpertInput:
     :data:`SAFE_COMMAND`.
 
     Args:
-        track: the session's one-car track side (reference path, layout, speed profile).
         config: expert settings.
         seed: seed of its noise and perturbations.
     """
 
     device_name = "scripted-expert"
 
-    def __init__(self, track: TrackSide, config: ExpertConfig = ExpertConfig(), *, seed: int = 0):
-        if track.n != 1:
-            raise ConfigError(f"ExpertInput drives one car; the track side has {track.n}")
-        self.track = track
-        self.expert = BatchedExpert(1, config, seed=seed)
-        self._observed: tuple[EgoState, TrackSample] | None = None
+    def __init__(self, config: ExpertConfig | None = None, *, seed: int = 0) -> None:
+        self.expert = BatchedExpert(1, config or ExpertConfig(), seed=seed)
+        self._observed: tuple[EgoState, TrackSample, TrackSide] | None = None
         self._closed = False
 
-    def observe(self, ego: EgoState, sample: TrackSample) -> None:
-        """Store the state the next :meth:`poll` acts on."""
-        self._observed = (ego, sample)
+    def observe(self, ego: EgoState, sample: TrackSample, track: TrackSide) -> None:
+        """Store the state the next :meth:`poll` acts on.
+
+        Raises:
+            ConfigError: ``track`` follows more than one car.
+        """
+        if track.n != 1:
+            raise ConfigError(f"ExpertInput drives one car; the track side has {track.n}")
+        self._observed = (ego, sample, track)
 
     def reset(self) -> None:
         """New episode: clear integrators, noise and events."""
@@ -396,8 +398,8 @@ class ExpertInput:
         """The expert's command for the last observed state (never blocks)."""
         if self._closed or self._observed is None:
             return InputReading(SAFE_COMMAND, InputStatus.NO_DEVICE, self.device_name)
-        ego, sample = self._observed
-        steer, accel = (float(v) for v in self.expert.act(ego, sample, self.track)[0])
+        ego, sample, track = self._observed
+        steer, accel = (float(v) for v in self.expert.act(ego, sample, track)[0])
         command = DriverCommand.clamped(steer, max(accel, 0.0), max(-accel, 0.0), source="expert")
         return InputReading(command, InputStatus.CONNECTED, self.device_name)
 

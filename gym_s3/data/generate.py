@@ -38,7 +38,13 @@ from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
 from gym_s3.spec import CONTROL_DT_S
 from gym_s3.tracks.path import ReferencePath, wrap_angle
 from gym_s3.tracks.registry import get_track
-from gym_s3.tracks.surfaces import SURFACE_NAMES, LayoutConfig, PatchConfig, sample_layout
+from gym_s3.tracks.surfaces import (
+    SURFACE_NAMES,
+    LayoutConfig,
+    PatchConfig,
+    get_surface,
+    sample_layout,
+)
 from gym_s3.vehicle import SEDAN, VehicleModel, VehicleState, controls_from_action
 
 #: Progress callback: ``(steps done, steps total)``.
@@ -94,6 +100,10 @@ class GenerateConfig:
             )
         if not self.surfaces:
             raise ConfigError("surfaces must name at least one surface")
+        names = [get_surface(s).name for s in self.surfaces]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"surfaces must not repeat, got {self.surfaces}")
+        object.__setattr__(self, "surfaces", tuple(names))
         for name, value in (("layouts_per_surface", self.layouts_per_surface), ("cars", self.cars),
                             ("waves", self.waves), ("threads", self.threads)):  # fmt: skip
             if value < 1:
@@ -162,23 +172,32 @@ def build_pool(paths: list[ReferencePath], config: GenerateConfig, seed: int) ->
 
 
 def _draw_variants(
-    pool: ScenarioPool, groups: list[int], weights: tuple[float, ...], n: int, g: torch.Generator
-) -> Tensor:
-    """``(n,)`` variants: a track group by weight, then a variant of that group uniformly."""
+    pool: ScenarioPool, groups: list[int], config: GenerateConfig, n: int, g: torch.Generator,
+    wave: int,
+) -> Tensor:  # fmt: skip
+    """Draw the ``(n,)`` variants of a wave.
+
+    Surfaces take turns (every surface equally often), the track group is drawn by weight, then
+    a layout of that group and surface uniformly.
+    """
     vgroup = torch.tensor(groups)[pool.variant_path]
-    w = torch.tensor(weights, dtype=torch.float64)
+    names = [get_surface(s).name for s in config.surfaces]
+    vsurf = torch.tensor([names.index(lay.base) for lay in pool.layouts])
+    w = torch.tensor(config.track_weights, dtype=torch.float64)
     present = torch.tensor([bool((vgroup == i).any()) for i in range(3)])
     w = torch.where(present, w, torch.zeros_like(w))
     if not w.sum() > 0:
         raise ConfigError("track_weights give zero weight to every track group in the dataset")
+    surface = (torch.arange(n) + wave) % len(names)
     group = torch.multinomial(w, n, replacement=True, generator=g)
     u = torch.rand(n, generator=g, dtype=torch.float64)
     out = torch.empty(n, dtype=torch.int64)
     for i in range(3):
-        ids = (vgroup == i).nonzero().flatten()
-        rows = group == i
-        if ids.numel():
-            out[rows] = ids[(u[rows] * ids.numel()).long().clamp(max=ids.numel() - 1)]
+        for j in range(len(names)):
+            ids = ((vgroup == i) & (vsurf == j)).nonzero().flatten()
+            rows = (group == i) & (surface == j)
+            if ids.numel():
+                out[rows] = ids[(u[rows] * ids.numel()).long().clamp(max=ids.numel() - 1)]
     return out
 
 
@@ -230,7 +249,7 @@ def run_wave(
 
     n, steps = config.cars, config.steps
     g = torch.Generator().manual_seed(int(seed) * 1_000_003 + wave)
-    variant = _draw_variants(pool, groups, config.track_weights, n, g)
+    variant = _draw_variants(pool, groups, config, n, g, wave)
     track = TrackSide(pool, variant, params=SEDAN)
     closed, length = track.closed, track.length.double()
     u = torch.rand(n, 3, generator=g, dtype=torch.float64)

@@ -1,0 +1,177 @@
+"""``s3 data``: generate, summarise, validate and recover driving datasets.
+
+Examples::
+
+    s3 data generate --out data/default --seed 0
+    s3 data generate --out /tmp/tiny --preset tiny
+    s3 data summary data/default --plots data/default/plots
+    s3 data validate data/default
+    s3 data recover data/sessions
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``data`` command (``generate``, ``summary``, ``validate``, ``recover``)."""
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    parser = subparsers.add_parser(
+        "data",
+        help="driving datasets: generate the default one, summarise, validate, recover",
+        description="Make, inspect and repair driving datasets (Parquet episode logs).",
+        formatter_class=fmt,
+    )
+    sub = parser.add_subparsers(dest="data_command", metavar="SUBCOMMAND", required=True)
+
+    gen = sub.add_parser(
+        "generate",
+        help="drive the scripted expert on the batched simulator and write a dataset",
+        description="Scripted-expert driving over Putnam Park, procedural circuits and town "
+        "routes, on every surface, with ice patches and perturbations, deterministic from the "
+        "seed. Writes one Parquet file per episode and manifest.json.",
+        formatter_class=fmt,
+    )
+    gen.add_argument("--out", required=True, metavar="DIR", help="new or empty output folder")
+    gen.add_argument("--preset", default="default", choices=("default", "tiny"),
+                     help="dataset size (tiny: a few seconds, for tests)")  # fmt: skip
+    gen.add_argument("--seed", type=int, default=0, help="seed of tracks, layouts, starts, noise")
+    gen.add_argument(
+        "--cars",
+        type=int,
+        default=None,
+        help="cars driven at once per wave [count] (preset value if omitted)",
+    )
+    gen.add_argument("--waves", type=int, default=None, help="number of waves [count]")
+    gen.add_argument(
+        "--episode-seconds", type=float, default=None, dest="episode_s", help="longest episode [s]"
+    )
+    gen.add_argument(
+        "--procedural",
+        type=int,
+        default=None,
+        dest="procedural_tracks",
+        help="number of procedural circuits [count]",
+    )
+    gen.add_argument(
+        "--towns", type=int, default=None, dest="town_routes", help="number of town routes [count]"
+    )
+    gen.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads during generation [count] (1 is fastest on small CPUs)",
+    )
+    gen.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    gen.set_defaults(func=run_generate)
+
+    summ = sub.add_parser("summary", help="print hours/samples per surface and label, save plots",
+                          formatter_class=fmt)  # fmt: skip
+    summ.add_argument("path", metavar="PATH", help="dataset folder or episode file")
+    summ.add_argument(
+        "--plots",
+        default=None,
+        metavar="DIR",
+        help="also save the summary plots (PNG) into this folder",
+    )
+    summ.add_argument(
+        "--val-fraction",
+        type=float,
+        default=0.15,
+        help="share of sessions in the validation split [-]",
+    )
+    summ.set_defaults(func=run_summary)
+
+    val = sub.add_parser("validate", help="check every episode file (and the manifest)",
+                         formatter_class=fmt)  # fmt: skip
+    val.add_argument("paths", nargs="+", metavar="PATH", help="dataset folders or episode files")
+    val.set_defaults(func=run_validate)
+
+    rec = sub.add_parser(
+        "recover",
+        help="turn journals left by a killed recording into episode files",
+        formatter_class=fmt,
+    )
+    rec.add_argument("path", metavar="DIR", help="folder with *.journal.arrows files (recursive)")
+    rec.set_defaults(func=run_recover)
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    """Generate a dataset and print where it went."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+    from gym_s3.data.generate import generate_dataset, preset, summary_line
+
+    config = preset(args.preset, cars=args.cars, waves=args.waves, episode_s=args.episode_s,
+                    procedural_tracks=args.procedural_tracks, town_routes=args.town_routes,
+                    threads=args.threads)  # fmt: skip
+    console = Console(stderr=True)
+    if args.no_progress:
+        manifest = generate_dataset(args.out, config, args.seed, preset_name=args.preset)
+    else:
+        columns = (*Progress.get_default_columns()[:2], BarColumn(), TimeElapsedColumn(),
+                   TimeRemainingColumn())  # fmt: skip
+        with Progress(*columns, console=console) as bar:
+            task = bar.add_task(f"driving {config.cars} cars x {config.waves} waves", total=None)
+
+            def update(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            manifest = generate_dataset(args.out, config, args.seed, preset_name=args.preset,
+                                        progress=update)  # fmt: skip
+    print(f"{args.out}: {summary_line(manifest)}")
+    return 0
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    """Print the summary tables (and save plots)."""
+    from rich.console import Console
+
+    from gym_s3.data.dataset import DrivingDataset
+    from gym_s3.data.summary import save_plots, summarize, summary_tables
+
+    ds = DrivingDataset.load(args.path, val_fraction=args.val_fraction)
+    console = Console()
+    for table in summary_tables(summarize(ds)):
+        console.print(table)
+    if args.plots:
+        for path in save_plots(ds, args.plots):
+            console.print(f"saved {path}")
+    return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """Validate datasets; exit code 2 with the first problem of each path."""
+    from gym_s3.data.dataset import DrivingDataset
+    from gym_s3.errors import DataFormatError
+
+    failed = 0
+    for path in args.paths:
+        try:
+            ds = DrivingDataset.load(path)
+        except DataFormatError as exc:
+            print(f"INVALID {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"ok {path}: {len(ds.episodes)} episodes, {ds.num_samples} samples, "
+              f"content hash {ds.content_hash[:16]}")  # fmt: skip
+    return 2 if failed else 0
+
+
+def run_recover(args: argparse.Namespace) -> int:
+    """Recover journals; exit code 2 if one could not be recovered."""
+    from gym_s3.data.recorder import recover
+
+    results = recover(args.path)
+    if not results:
+        print(f"{args.path}: no journals to recover")
+    for r in results:
+        if r.episode is not None:
+            print(f"recovered {r.journal.name} -> {r.episode.name} ({r.rows} rows)")
+        else:
+            print(f"not recovered {r.journal.name}: {r.error}", file=sys.stderr)
+    return 2 if any(r.episode is None and r.error != "no complete row" for r in results) else 0

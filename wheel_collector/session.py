@@ -1,0 +1,370 @@
+"""A driving-data collection session: input device -> simulator at 20 Hz -> crash-safe logs.
+
+Every control step: the input source is polled (the scripted expert first sees the measured
+state), the command is sent, the simulator is stepped in deterministic mode and polled, and, while
+the device is live, one row is recorded (the state measured at ``t_k`` with the action applied
+from ``t_k`` to ``t_{k+1}``, :mod:`gym_s3.data.schema`). Frenet coordinates, target speed and the
+friction and surface under each wheel are computed here from the known layout
+(:class:`~gym_s3.data.trackside.TrackSide`), the same way for BeamNG.tech and the stand-in.
+
+Hot-plug: when the wheel is unplugged the very next step sends :data:`SAFE_COMMAND` (no
+throttle, half brake), the running episode is finished (nothing recorded is lost) and recording
+pauses; when it is plugged back in, a new episode of the same session starts. The ``pause``
+button does the same on purpose, ``reset`` puts the car back to the start, ``quit`` ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from gym_s3.data.recorder import EpisodeRecorder
+from gym_s3.data.schema import EpisodeMeta, layout_to_dict
+from gym_s3.data.trackside import TrackSample, TrackSide
+from gym_s3.envs.beamng import BeamNGConfig
+from gym_s3.errors import ConfigError
+from gym_s3.scenarios.pool import PoolConfig
+from gym_s3.spec import CONTROL_DT_S, WHEELS
+from gym_s3.tracks.path import ReferencePath
+from gym_s3.tracks.registry import get_track
+from gym_s3.tracks.surfaces import (
+    SURFACE_NAMES,
+    LayoutConfig,
+    PatchConfig,
+    SurfaceLayout,
+    get_surface,
+    sample_layout,
+)
+from gym_s3.vehicle.params import SEDAN
+from wheel_collector.commands import SAFE_COMMAND, DriverCommand, InputReading, InputSource
+from wheel_collector.expert import StateObserver
+from wheel_collector.simlink import Measurement, SimLink
+
+__all__ = ["CollectionSession", "SessionConfig", "SessionStats", "make_layout"]
+
+LOGGER = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """What a collection session drives and records.
+
+    Attributes:
+        out_dir: folder of the episode files.
+        track: track name (``putnam``, ``procedural:<seed>``, ``town:<seed>``, ...).
+        surface: base surface.
+        ice_patches: number of ice patches along the track.
+        layout_seed: seed of the patch placement.
+        start_s: start position along the track [m].
+        duration_s: simulated time of the whole session [s] (``0``: until ``quit``).
+        episode_s: longest episode; a new file starts after it [s].
+        off_track_m: beyond this distance past a road edge the car is put back [m].
+        realtime: pace the loop at 20 Hz wall time (human drivers); else as fast as possible.
+        session_id: id of the session (default: time stamp, device, random suffix).
+        sim: how to reach the simulator.
+        flush_rows: recorder flush interval [rows].
+        flush_s: recorder flush interval [s].
+    """
+
+    out_dir: str = "data/sessions"
+    track: str = "putnam"
+    surface: str = "asphalt"
+    ice_patches: int = 0
+    layout_seed: int = 0
+    start_s: float = 0.0
+    duration_s: float = 300.0
+    episode_s: float = 120.0
+    off_track_m: float = 10.0
+    realtime: bool = False
+    session_id: str | None = None
+    sim: BeamNGConfig = field(default_factory=lambda: BeamNGConfig(standin=True))
+    flush_rows: int = 20
+    flush_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        get_surface(self.surface)
+        if self.ice_patches < 0:
+            raise ConfigError(f"ice_patches must be >= 0, got {self.ice_patches}")
+        if self.duration_s < 0 or self.episode_s <= 0 or self.off_track_m <= 0:
+            raise ConfigError("need duration_s >= 0, episode_s > 0 and off_track_m > 0")
+
+
+def make_layout(path: ReferencePath, surface: str, ice_patches: int, seed: int) -> SurfaceLayout:
+    """The session's surface layout: ``surface`` everywhere plus ``ice_patches`` ice patches."""
+    patches = PatchConfig(count=(ice_patches, ice_patches))
+    cfg = LayoutConfig(base=(get_surface(surface).name,), patches=patches)
+    return sample_layout(path, cfg, np.random.default_rng(seed))
+
+
+@dataclass
+class SessionStats:
+    """Counters of a session.
+
+    Attributes:
+        steps: control steps simulated.
+        recorded: rows recorded.
+        safe_steps: steps during which the safe command was sent (device missing or paused).
+        dropouts: device removals seen.
+        resets: times the car was put back to the start.
+        episodes: finished episode files.
+    """
+
+    steps: int = 0
+    recorded: int = 0
+    safe_steps: int = 0
+    dropouts: int = 0
+    resets: int = 0
+    episodes: list[Path] = field(default_factory=list)
+
+
+class CollectionSession:
+    """Drive one car with an input source and record the episodes.
+
+    Args:
+        config: what to drive and where to write.
+        source: the input device (wheel, keyboard, scripted expert).
+        device: device label for the logs (``"wheel:<name>"``, ``"keyboard"``,
+            ``"scripted-expert"``); by default derived from the source.
+        hud: optional :class:`~wheel_collector.hud.Hud` updated every step.
+        seed: seed recorded in the logs (scripted sources).
+        pool_config: speed-profile settings of the reference.
+    """
+
+    def __init__(
+        self,
+        config: SessionConfig,
+        source: InputSource,
+        *,
+        device: str | None = None,
+        hud: Any = None,
+        seed: int | None = None,
+        pool_config: PoolConfig | None = None,
+    ) -> None:
+        self.config = config
+        self.source = source
+        self.hud = hud
+        self.seed = seed
+        self.path = get_track(config.track)
+        self.layout = make_layout(self.path, config.surface, config.ice_patches, config.layout_seed)
+        self.track = TrackSide.single(self.path, self.layout, pool_config=pool_config)
+        self._device = device
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        tag = _device_label(source, "").split(":")[0]
+        self.session_id = config.session_id or f"{stamp}-{tag}-{secrets.token_hex(2)}"
+        x, y, _, yaw = (float(v[0]) for v in self.track.start_pose(torch.tensor([config.start_s])))
+        self.link = SimLink(config.sim, self.layout, (x, y, yaw))
+        self.stats = SessionStats()
+        self.out_dir = Path(config.out_dir)
+        self._recorder: EpisodeRecorder | None = None
+        self._episode = 0
+        self._episode_start = 0
+        self._yaw = 0.0
+        self._user_paused = False
+        self._quit = False
+        self._m: Measurement | None = None
+        self._sample: TrackSample | None = None
+        self.last_command: DriverCommand = SAFE_COMMAND
+        self._device_name = ""
+
+    @property
+    def device(self) -> str:
+        """Device label written to the logs."""
+        return self._device or _device_label(self.source, self._device_name)
+
+    # ------------------------------------------------------------------ lifecycle
+    def open(self) -> None:
+        """Connect to the simulator and place the car at the start."""
+        self._observe(self.link.open(), reset=True)
+
+    def close(self) -> None:
+        """Finish the running episode, close the source and disconnect."""
+        self._finish("session_end")
+        try:
+            self.source.close()
+        finally:
+            self.link.close()
+
+    def __enter__(self) -> CollectionSession:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def recording(self) -> bool:
+        """True while an episode is being recorded."""
+        return self._recorder is not None
+
+    @property
+    def measurement(self) -> Measurement | None:
+        """The latest measurement."""
+        return self._m
+
+    def run(self, max_steps: int | None = None) -> SessionStats:
+        """Step until ``duration_s`` of simulated time, ``max_steps``, or ``quit``."""
+        limit = math.inf if self.config.duration_s == 0 else self.config.duration_s / CONTROL_DT_S
+        if max_steps is not None:
+            limit = min(limit, max_steps)
+        next_tick = time.perf_counter()
+        while not self._quit and self.stats.steps < limit:
+            self.step()
+            if self.config.realtime:
+                next_tick += CONTROL_DT_S
+                time.sleep(max(0.0, next_tick - time.perf_counter()))
+        return self.stats
+
+    # ------------------------------------------------------------------ one step
+    def step(self) -> InputReading:
+        """One control step: poll, send, step the simulator, record; returns the reading."""
+        if self._m is None or self._sample is None:
+            raise ConfigError("the session is not open; call open() first")
+        if isinstance(self.source, StateObserver):
+            self.source.observe(self._m.ego(), self._sample, self.track)
+        reading = self.source.poll()
+        self._device_name = reading.device_name or self._device_name
+        self._handle_actions(reading)
+        if reading.dropouts:
+            self.stats.dropouts += reading.dropouts
+            self._finish("device_removed")  # the rows before the gap are saved as they are
+        live = reading.live and not self._user_paused and not self._quit
+        command = reading.command if live else SAFE_COMMAND
+        steer, accel = (float(v) for v in command.to_action())
+        throttle, brake = max(accel, 0.0), max(-accel, 0.0)
+        if live:
+            self._record(steer, accel, throttle, brake)
+        else:
+            self.stats.safe_steps += 1
+            self._finish("device_missing" if not reading.live else "paused")
+        self.link.control(steer, throttle, brake)
+        self._observe(self.link.step())
+        self.stats.steps += 1
+        self.last_command = command
+        self._check_episode_end()
+        self._draw_hud(reading, command)
+        return reading
+
+    def _handle_actions(self, reading: InputReading) -> None:
+        for action in reading.actions:
+            if action == "quit":
+                self._quit = True
+            elif action == "pause":
+                self._user_paused = not self._user_paused
+            elif action == "reset":
+                self.reset_car()
+
+    def reset_car(self) -> None:
+        """Finish the episode and put the car back at the start (standing)."""
+        self._finish("reset")
+        self.stats.resets += 1
+        self._observe(self.link.teleport(*self.link.start), reset=True)
+        if isinstance(self.source, StateObserver):
+            self.source.reset()
+
+    def _observe(self, m: Measurement, *, reset: bool = False) -> None:
+        if reset:
+            self.track.forget()
+            self._yaw = m.yaw
+        else:
+            prev = self._m.yaw if self._m is not None else m.yaw
+            self._yaw += (m.yaw - prev + math.pi) % (2 * math.pi) - math.pi
+        self._m = m
+        self._sample = self.track.measure(*(torch.tensor([v], dtype=torch.float64)
+                                            for v in (m.x, m.y, m.yaw)))  # fmt: skip
+
+    def _check_episode_end(self) -> None:
+        smp = self._sample
+        assert smp is not None
+        beyond = max(float(smp.d[0] - smp.width_left[0]), float(-smp.d[0] - smp.width_right[0]))
+        done = not bool(self.track.closed[0]) and float(smp.s[0]) >= float(self.track.length[0]) - 2
+        if beyond > self.config.off_track_m or done or (self._m is not None and self._m.fault):
+            self.reset_car()
+        elif (
+            self._recorder is not None
+            and self._recorder.rows * CONTROL_DT_S >= self.config.episode_s
+        ):
+            self._finish("episode_length")
+
+    # ------------------------------------------------------------------ recording
+    def _record(self, steer: float, accel: float, throttle: float, brake: float) -> None:
+        if self._recorder is None:
+            self._recorder = EpisodeRecorder(self.out_dir, self._meta(),
+                                             flush_rows=self.config.flush_rows,
+                                             flush_s=self.config.flush_s)  # fmt: skip
+            self._episode_start = self.stats.steps
+        m, smp = self._m, self._sample
+        assert m is not None and smp is not None
+        row: dict[str, Any] = {
+            "t": (self.stats.steps - self._episode_start) * CONTROL_DT_S,
+            "x": m.x, "y": m.y, "z": m.z, "yaw": self._yaw, "v_long": m.v_long,
+            "v_lat": m.v_lat, "yaw_rate": m.yaw_rate, "ax": m.ax, "ay": m.ay,
+            "steer": steer, "accel": accel, "steer_cmd_raw": steer, "throttle_cmd": throttle,
+            "brake_cmd": brake, "steer_applied": m.steer_applied,
+            "throttle_applied": m.throttle_applied, "brake_applied": m.brake_applied,
+            "s": float(smp.s[0]), "d": float(smp.d[0]),
+            "target_speed": float(smp.target_speed[0]), "fault": m.fault,
+        }  # fmt: skip
+        for i, w in enumerate(WHEELS):
+            row[f"omega_{w}"] = m.omega[i]
+            row[f"mu_{w}"] = float(smp.mu[0, i])
+            row[f"surface_{w}"] = int(smp.surface[0, i])
+        self._recorder.append(row)
+        self.stats.recorded += 1
+
+    def _meta(self) -> EpisodeMeta:
+        meta = EpisodeMeta(
+            session_id=self.session_id,
+            episode_id=f"e{self._episode:03d}",
+            source=self.link.source,
+            device=self.device,
+            track=self.path.name,
+            layout=layout_to_dict(self.layout),
+            track_labels=self.path.labels,
+            seed=self.seed,
+            vehicle=SEDAN.to_dict() if self.config.sim.standin else {},
+            extra={"level": self.config.sim.level, "vehicle_model": self.config.sim.vehicle_model},
+        )
+        self._episode += 1
+        return meta
+
+    def _finish(self, reason: str) -> None:
+        recorder, self._recorder = self._recorder, None
+        if recorder is not None:
+            path = recorder.finish(end_reason=reason)
+            if path is not None:
+                self.stats.episodes.append(path)
+                LOGGER.info("episode %s saved (%d rows, %s)", path.name, recorder.rows, reason)
+
+    def _draw_hud(self, reading: InputReading, command: DriverCommand) -> None:
+        if self.hud is None or self._m is None or self._sample is None:
+            return
+        from wheel_collector.hud import HudState
+
+        mu = float(self._sample.mu[0].mean())
+        surface = SURFACE_NAMES[int(self._sample.surface[0].mode().values)]
+        message = "paused (P to resume)" if self._user_paused else ""
+        state = HudState(speed_mps=self._m.v_long, command=command, surface=surface, mu=mu,
+                         recording=self.recording, status=reading.status,
+                         device=reading.device_name or self.device, message=message)  # fmt: skip
+        self.hud.draw(state)
+        if self.hud.handle_events():
+            self._quit = True
+
+
+def _device_label(source: InputSource, device_name: str) -> str:
+    """Log label of an input device (``device_name`` as its last reading reported it)."""
+    name = type(source).__name__
+    if name == "ExpertInput":
+        return "scripted-expert"
+    if name == "KeyboardInput":
+        return "keyboard"
+    return f"wheel:{device_name or getattr(source, 'device_name', '') or 'unknown'}"
