@@ -70,13 +70,17 @@ def _median_time(fn, device: torch.device, repeats: int) -> float:
 
 def bench_one(
     backend: str, n: int, *, compiled: bool, device: str, repeats: int, warmup: int,
-    tracks: tuple[str, ...], forward: bool,
+    tracks: tuple[str, ...], forward: bool, **env_kwargs,
 ) -> Result:  # fmt: skip
-    """Time the env step of ``backend`` with N cars (and optionally the bare forward)."""
+    """Time the env step of ``backend`` with N cars (and optionally the bare forward).
+
+    ``env_kwargs`` are extra env arguments (e.g. ``nonfinite_action="zero"`` on a GPU, which
+    keeps the action check free of host synchronisation).
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # untrained learned backends warn; fine for timing
         config = DistilledConfig.from_kwargs(
-            backend=backend, device=device, compile=compiled, seed=0, tracks=tracks
+            backend=backend, device=device, compile=compiled, seed=0, tracks=tracks, **env_kwargs
         )
         core = DistilledCore(n, config)
     dev = core.device
@@ -116,6 +120,29 @@ def bench_one(
     return result
 
 
+def print_header(device: str, tracks) -> None:
+    """Print the run settings and the table header."""
+    print(f"torch {torch.__version__}, device {device}, threads {torch.get_num_threads()}, "
+          f"tracks {list(tracks)}")  # fmt: skip
+    print(HEADER)
+    print("-" * len(HEADER))
+
+
+def print_row(r: Result) -> None:
+    """Print one table row."""
+    ratio = r.step_s / r.forward_s if r.forward_s == r.forward_s else float("nan")
+    print(
+        f"{r.backend:8} {r.n:6d} {'compile' if r.compiled else 'eager':8} "
+        f"{r.step_s * 1e3:9.2f} {r.steps_per_s:11,.0f} {r.forward_s * 1e3:8.2f} "
+        f"{ratio:8.2f} {r.bytes_per_env:7.0f} {r.compile_s:9.1f}",
+        flush=True,
+    )
+
+
+HEADER = (f"{'backend':8} {'N':>6} {'mode':8} {'step ms':>9} {'steps/s':>11} "
+          f"{'fwd ms':>8} {'overhead':>8} {'B/env':>7} {'compile s':>9}")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark grid and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -132,12 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.compile]
-    print(f"torch {torch.__version__}, device {args.device}, threads {torch.get_num_threads()}, "
-          f"tracks {args.tracks}")  # fmt: skip
-    header = (f"{'backend':8} {'N':>6} {'mode':8} {'step ms':>9} {'steps/s':>11} "
-              f"{'fwd ms':>8} {'overhead':>8} {'B/env':>7} {'compile s':>9}")  # fmt: skip
-    print(header)
-    print("-" * len(header))
+    print_header(args.device, args.tracks)
     for backend in args.backends:
         for n in args.sizes:
             for compiled in modes:
@@ -145,13 +167,7 @@ def main(argv: list[str] | None = None) -> None:
                     backend, n, compiled=compiled, device=args.device, repeats=args.repeats,
                     warmup=args.warmup, tracks=tuple(args.tracks), forward=n == args.overhead_n,
                 )  # fmt: skip
-                ratio = r.step_s / r.forward_s if r.forward_s == r.forward_s else float("nan")
-                print(
-                    f"{backend:8} {n:6d} {'compile' if compiled else 'eager':8} "
-                    f"{r.step_s * 1e3:9.2f} {r.steps_per_s:11,.0f} {r.forward_s * 1e3:8.2f} "
-                    f"{ratio:8.2f} {r.bytes_per_env:7.0f} {r.compile_s:9.1f}",
-                    flush=True,
-                )
+                print_row(r)
 
 
 if __name__ == "__main__":
