@@ -9,16 +9,16 @@ Example::
     hard = val.windows(10, 60, labels=["hard_braking"], stride=10)
     ds.content_hash                                    # store it in checkpoints
 
-Splits are made by session (never by row): the sessions are ordered by a hash of their id and
-the first ``val_fraction`` of them (at least one when there are two or more) form the validation
-split, so a session's split never changes when other sessions are added.
+Splits are made by session (never by row): a session is in the validation split when a number
+in [0, 1) drawn from the hash of its id is below ``val_fraction``, so a session's split never
+changes when other sessions are added. With two or more sessions, at least one is in each split
+(in tiny datasets the threshold may pick none; then the session with the lowest draw is used).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -79,6 +79,11 @@ def content_hash(entries: Iterable[tuple[str, str]]) -> str:
     return digest.hexdigest()
 
 
+def session_draw(session_id: str) -> float:
+    """A uniform number in [0, 1) fixed by the session id (from its SHA-256)."""
+    return int(hashlib.sha256(session_id.encode()).hexdigest()[:13], 16) / 16**13
+
+
 def val_sessions(sessions: Sequence[str], val_fraction: float) -> set[str]:
     """The validation sessions (see the module docstring); deterministic and order-free."""
     if not 0.0 <= val_fraction < 1.0:
@@ -86,9 +91,13 @@ def val_sessions(sessions: Sequence[str], val_fraction: float) -> set[str]:
     unique = sorted(set(sessions))
     if len(unique) < 2 or val_fraction == 0.0:
         return set()
-    ranked = sorted(unique, key=lambda s: hashlib.sha256(s.encode()).hexdigest())
-    count = min(len(unique) - 1, max(1, math.ceil(val_fraction * len(unique))))
-    return set(ranked[:count])
+    val = {s for s in unique if session_draw(s) < val_fraction}
+    ranked = sorted(unique, key=session_draw)
+    if not val:  # small datasets: still validate on one session
+        val = {ranked[0]}
+    if len(val) == len(unique):  # and still train on one
+        val.discard(ranked[-1])
+    return val
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,8 @@ def _fsync_dir(path: Path) -> None:
 def write_episode(path: str | Path, columns: Mapping[str, np.ndarray], meta: EpisodeMeta) -> Path:
     """Write one finished episode atomically (temporary file, fsync, rename).
 
+    Pages carry CRC checksums, verified on read, so flipped bits are reported, not loaded.
+
     Args:
         path: destination ``.parquet`` file.
         columns: one array per :data:`~gym_s3.data.schema.COLUMNS` entry, equal lengths.
@@ -89,7 +91,7 @@ def write_episode(path: str | Path, columns: Mapping[str, np.ndarray], meta: Epi
     table = columns_to_table(columns, meta.replace(num_rows=n))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp, compression="zstd")
+    pq.write_table(table, tmp, compression="zstd", write_page_checksum=True)
     with open(tmp, "rb+") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -138,7 +140,7 @@ def _open(path: Path) -> pq.ParquetFile:
     if not path.is_file():
         raise DataFormatError(f"{path}: no such log file")
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(path, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as exc:
         raise DataFormatError(
             f"{path}: not a readable Parquet file; it is truncated, corrupted or not a log "
@@ -173,7 +175,7 @@ def _check_columns(table: pa.Table, path: Path) -> dict[str, np.ndarray]:
             raise DataFormatError(f"{path}: column '{c.name}' has type {col.type}, expected {want}")
         if col.null_count:
             raise DataFormatError(f"{path}: column '{c.name}' has {col.null_count} missing values")
-        out[c.name] = col.to_numpy()
+        out[c.name] = col.to_numpy().copy()  # writable, owned by the caller
     return out
 
 

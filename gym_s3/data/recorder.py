@@ -83,7 +83,10 @@ class EpisodeRecorder:
         self._schema = arrow_schema(meta)
         self._file: BinaryIO | None = open(self.journal_path, "xb")  # noqa: SIM115
         self._writer = pa.ipc.new_stream(self._file, self._schema)
-        self._sync()  # the header is durable before the first row
+        # the stream writes its schema lazily: an empty batch makes the header (with the
+        # metadata) durable before the first row
+        self._writer.write_batch(pa.RecordBatch.from_pylist([], schema=self._schema))
+        self._sync()
         self._pending: list[Mapping[str, Any]] = []
         self._oldest: float | None = None
         self.rows_written = 0
