@@ -99,7 +99,7 @@ class TrainResult:
         seconds: wall time [s].
     """
 
-    epochs: list[dict[str, float]] = field(default_factory=list)
+    epochs: list[dict[str, float | None]] = field(default_factory=list)
     best_epoch: int = 0
     best_val_loss: float = math.inf
     stopped_early: bool = False
@@ -203,7 +203,7 @@ def train(
     best = validate()
     best_state = copy.deepcopy(backend.state_dict())
     result.best_val_loss, result.best_epoch = best, 0
-    rows = [{"epoch": 0, "train_loss": math.nan, "val_loss": best, "lr": config.lr,
+    rows = [{"epoch": 0, "train_loss": None, "val_loss": best, "lr": config.lr,
              "skipped": 0, "seconds": time.perf_counter() - start}]  # fmt: skip
     _write_csv(log_csv, rows)
     bad = 0

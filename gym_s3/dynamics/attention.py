@@ -42,58 +42,63 @@ class _Block(nn.Module):
         slopes = alibi_slopes(heads)
         self.slope_raw = nn.Parameter(slopes + torch.log(-torch.expm1(-slopes)))
 
-    def _attend(self, q: Tensor, kv: Tensor, bias: Tensor) -> Tensor:
-        """Attention of queries ``(B, T, d)`` over keys/values ``(B, S, 2d)`` with ``bias``.
-
-        ``bias`` is ``(heads, T, S)`` (``-inf`` where masked). Returns ``(B, T, d)``.
-        """
-        b, t, d = q.shape
-        s = kv.shape[1]
-        q = q.view(b, t, self.heads, self.d_head).transpose(1, 2)
-        k, v = kv.view(b, s, 2, self.heads, self.d_head).permute(2, 0, 3, 1, 4)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))
-        return out.transpose(1, 2).reshape(b, t, d)
-
     def slopes(self) -> Tensor:
         """Positive ALiBi slope per head ``(heads,)``."""
         return F.softplus(self.slope_raw)
 
-    def forward_all(self, x: Tensor, window: int) -> tuple[Tensor, Tensor]:
-        """Process all T tokens ``(B, T, d)`` causally.
+    def forward_all(self, x: Tensor, window: int) -> tuple[Tensor, Tensor, Tensor]:
+        """Process all T tokens ``(B, T, d)`` causally (each sees the last ``window`` tokens).
 
         Returns:
-            Outputs ``(B, T, d)`` and keys/values ``(B, T, 2d)``.
+            Outputs ``(B, T, d)``, keys ``(B, T, d)`` and values ``(B, T, d)``.
         """
-        t = x.shape[1]
-        h = self.norm1(x)
-        q, kv = self.qkv(h).split([x.shape[-1], 2 * x.shape[-1]], dim=-1)
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(d, dim=-1)
         pos = torch.arange(t, device=x.device)
         age = (pos[:, None] - pos[None, :]).to(x.dtype)  # (T, S): query - key
         visible = (age >= 0) & (age < window)
         bias = -self.slopes()[:, None, None].to(x.dtype) * age
         bias = bias.masked_fill(~visible, float("-inf"))
-        x = x + self.proj(self._attend(q, kv, bias))
+
+        def heads(z: Tensor) -> Tensor:
+            return z.view(b, t, self.heads, self.d_head).transpose(1, 2)
+
+        att = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), attn_mask=bias)
+        x = x + self.proj(att.transpose(1, 2).reshape(b, t, d))
         x = x + self.ff(self.norm2(x))
-        return x, kv
+        return x, k, v
 
-    def forward_step(self, x: Tensor, cache: Tensor) -> tuple[Tensor, Tensor]:
-        """One new token ``(B, d)`` against cached keys/values ``(B, W-1, 2d)``.
+    def forward_step(
+        self, x: Tensor, k_cache: Tensor, v_cache: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """One new token ``(B, d)`` against cached keys and values ``(B, W-1, d)``.
 
-        Returns the output ``(B, d)`` and the shifted cache ``(B, W-1, 2d)``.
+        Attention of a single query is written as broadcast products and sums (much faster on a
+        CPU than batched matrix products of 1 x W matrices).
+
+        Returns:
+            The output ``(B, d)`` and the keys and values shifted by one token.
         """
-        d = x.shape[-1]
-        q, kv = self.qkv(self.norm1(x)).split([d, 2 * d], dim=-1)
-        keys = torch.cat([cache, kv[:, None]], dim=1)  # (B, W, 2d), newest last
+        b, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(d, dim=-1)
+        keys = torch.cat([k_cache, k[:, None]], dim=1)  # (B, W, d), newest last
+        values = torch.cat([v_cache, v[:, None]], dim=1)
         w = keys.shape[1]
         age = torch.arange(w - 1, -1, -1, device=x.device, dtype=x.dtype)
-        bias = (-self.slopes()[:, None].to(x.dtype) * age)[:, None, :]  # (heads, 1, W)
-        x = x + self.proj(self._attend(q[:, None], keys, bias)[:, 0])
+        bias = -age[:, None] * self.slopes().to(x.dtype)  # (W, heads)
+        scores = (keys * (q * self.d_head**-0.5)[:, None, :]).view(b, w, self.heads, -1).sum(-1)
+        p = torch.softmax(scores + bias, dim=1)  # (B, W, heads)
+        att = (values.view(b, w, self.heads, -1) * p[..., None]).sum(1).reshape(b, d)
+        x = x + self.proj(att)
         x = x + self.ff(self.norm2(x))
-        return x, keys[:, 1:]
+        return x, keys[:, 1:], values[:, 1:]
 
 
 class SlidingWindowTransformer(nn.Module):
     """Token MLP embedding -> L cached sliding-window attention blocks -> MLP head.
+
+    The per-token MLPs (embedding, feed-forward, head) are ``ff_mult * d_model`` wide; only
+    ``d_model`` sets the size of the caches (and the cost of attending to them).
 
     Args:
         in_features: features per token.
@@ -102,15 +107,15 @@ class SlidingWindowTransformer(nn.Module):
         heads: attention heads (must divide ``d_model``).
         layers: attention blocks.
         window: tokens each block attends to (including the newest).
-        ff_mult: feed-forward expansion.
+        ff_mult: width of the per-token MLPs over ``d_model``.
     """
 
     def __init__(
         self,
         in_features: int,
         out_features: int,
-        d_model: int = 48,
-        heads: int = 4,
+        d_model: int = 32,
+        heads: int = 2,
         layers: int = 1,
         window: int = 10,
         ff_mult: int = 2,
@@ -118,15 +123,16 @@ class SlidingWindowTransformer(nn.Module):
         super().__init__()
         self.d_model = d_model
         self.window = window
+        hidden = ff_mult * d_model
         self.embed = nn.Sequential(
-            nn.Linear(in_features, d_model), nn.GELU(), nn.Linear(d_model, d_model)
+            nn.Linear(in_features, hidden), nn.GELU(), nn.Linear(hidden, d_model)
         )
         self.blocks = nn.ModuleList(_Block(d_model, heads, ff_mult) for _ in range(layers))
         self.head = nn.Sequential(
             nn.LayerNorm(d_model),
-            nn.Linear(d_model, d_model),
+            nn.Linear(d_model, hidden),
             nn.GELU(),
-            nn.Linear(d_model, out_features),
+            nn.Linear(hidden, out_features),
         )
 
     @property
@@ -135,22 +141,22 @@ class SlidingWindowTransformer(nn.Module):
         return len(self.blocks) * (self.window - 1) + 1
 
     def cache_keys(self) -> tuple[str, ...]:
-        """Names of the per-layer caches in ``BackendState.extra``."""
-        return tuple(f"kv{i}" for i in range(len(self.blocks)))
+        """Names of the caches in ``BackendState.extra``: ``k<l>``, ``v<l>`` per layer."""
+        return tuple(f"{kind}{i}" for i in range(len(self.blocks)) for kind in ("k", "v"))
 
     def forward_window(self, tokens: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         """Recompute everything over ``(B, T, F)`` tokens (oldest first).
 
         Returns:
-            The newest token's output ``(B, out)`` and the caches ``{kv<l>: (B, W-1, 2d)}`` left
-            after the last token (for continuing with :meth:`forward_step`).
+            The newest token's output ``(B, out)`` and the caches ``{k<l>, v<l>: (B, W-1, d)}``
+            left after the last token (for continuing with :meth:`forward_step`).
         """
         x = self.embed(tokens)
         caches = {}
         keep = self.window - 1
-        for key, block in zip(self.cache_keys(), self.blocks, strict=True):
-            x, kv = block.forward_all(x, self.window)
-            caches[key] = _last(kv, keep)
+        for i, block in enumerate(self.blocks):
+            x, k, v = block.forward_all(x, self.window)
+            caches[f"k{i}"], caches[f"v{i}"] = _last(k, keep), _last(v, keep)
         return self.head(x[:, -1]), caches
 
     def forward_step(
@@ -163,8 +169,8 @@ class SlidingWindowTransformer(nn.Module):
         """
         x = self.embed(token)
         new = {}
-        for key, block in zip(self.cache_keys(), self.blocks, strict=True):
-            x, new[key] = block.forward_step(x, caches[key])
+        for i, block in enumerate(self.blocks):
+            x, new[f"k{i}"], new[f"v{i}"] = block.forward_step(x, caches[f"k{i}"], caches[f"v{i}"])
         return self.head(x), new
 
     def zero_head_(self) -> None:

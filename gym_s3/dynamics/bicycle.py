@@ -65,7 +65,7 @@ class BicycleBackend(DynamicsBackend):
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments including the fitted parameter values."""
-        return {"dt": self.dt, **{k: float(v) for k, v in self.params().items()}}
+        return {"dt": self.dt, **{k: float(v.detach()) for k, v in self.params().items()}}
 
     def initial_extra(self, n: int, device: torch.device, dtype: torch.dtype) -> dict[str, Tensor]:
         """The road-wheel angle state ``delta`` ``(N,)`` [rad]."""

@@ -7,21 +7,29 @@ is integrated over one control period with explicit Euler sub-steps. Equations f
 Dynamics paper (Chrosniak et al., RA-L 2024, arXiv 2312.04374), re-derived for our front-driven
 sedan:
 
-* slip angles ``a_f = delta - atan2(v_y + l_f r, u) + S_hf``, ``a_r = -atan2(v_y - l_r r, u) +
-  S_hr`` with ``u = max(|v_x|, slip_speed_floor)``;
-* lateral force ``F_y = S_v + D sin(C atan(B a - E (B a - atan(B a))))`` per axle, where the peak
+* slip angles ``a = -atan2(v_lat, max(|u|, slip_speed_floor))`` from each axle's velocity
+  ``(u, v_lat)`` in its wheel frame (front: rotated by the wheel angle ``delta``); for forward
+  motion and small angles this is the paper's ``a_f = delta - atan2(v_y + l_f r, v_x)``,
+  ``a_r = -atan2(v_y - l_r r, v_x)``, and it keeps the tyre force dissipative when reversing;
+* lateral force ``F_y = D sin(C atan(B a - E (B a - atan(B a))))`` per axle, where the peak
   ``D = d * mu_axle * F_z`` scales with the friction under the axle's wheels (``mu`` is an input)
   and ``B = k F_z / (C D)`` comes from the guarded cornering stiffness ``k`` per unit load (so the
   stiffness, and with it the stable Euler step, stays bounded);
-* front drive ``throttle * min(C_m1, P / v_x)``, brakes ``brake * C_b * tanh(v_x / 0.5 m/s)``
-  split front/rear, resistance ``C_r0 tanh(v_x / 0.5) + C_r2 v_x |v_x|``; each axle's force is
+* front drive ``throttle * min(C_m1, P / u_f)`` along the front wheel (``u_f`` its speed along
+  its heading), brakes ``brake * C_b * tanh(u / 0.5 m/s)`` split front/rear against each axle's
+  wheel speed ``u``, resistance ``C_r0 tanh(v_x / 0.5) + C_r2 v_x |v_x|``; each axle's force is
   capped by a friction ellipse of radius ``D`` (wheel spin and lock-up on ice);
-* ``dv_x = (F_x,body)/m + v_y r``, ``dv_y = F_y,body/m - v_x r``, ``dr = M_z / I_z``.
+* ``dv_x = (F_x,body)/m + v_y r``, ``dv_y = F_y,body/m - v_x r``, ``dr = M_z / I_z``; the
+  ``v r`` terms (the body frame turning) are integrated as an exact rotation of the velocity, the
+  forces with explicit Euler.
 
 Differences from the paper, because our logs hold commands, not measured actuator states: the
 effective road-wheel angle, throttle and brake over the step are guarded outputs too (they
 absorb the actuator lags), the drivetrain uses a power limit instead of the linear ``C_m2`` loss,
-and the brake is its own channel.
+the brake is its own channel, and the Magic-Formula shifts ``S_h, S_v`` are left out (they push
+a car that stands still; the sedan's tyres are symmetric). Every force but the drive opposes the
+motion of its contact point, so only the engine adds energy, and the rotation of the body frame
+is integrated exactly: the step cannot spin a car up on its own.
 """
 
 from __future__ import annotations
@@ -104,10 +112,6 @@ def guard_bounds(vehicle: DDMVehicle) -> tuple[Bound, ...]:
         Bound("d_r", 0.5, 1.3, 0.95, "1", "rear peak force D / (mu F_z)"),
         Bound("e_f", -2.0, 0.5, -0.5, "1", "front Magic-Formula curvature factor E"),
         Bound("e_r", -2.0, 0.5, -0.5, "1", "rear Magic-Formula curvature factor E"),
-        Bound("sh_f", -0.02, 0.02, 0.0, "rad", "front horizontal shift S_h"),
-        Bound("sh_r", -0.02, 0.02, 0.0, "rad", "rear horizontal shift S_h"),
-        Bound("sv_f", -0.02, 0.02, 0.0, "1", "front vertical shift S_v per unit axle load"),
-        Bound("sv_r", -0.02, 0.02, 0.0, "1", "rear vertical shift S_v per unit axle load"),
         Bound("cm1", 1000.0, 15000.0, 9000.0, "N", "drive force at full throttle, low speed"),
         Bound("power", 20e3, 300e3, 120e3, "W", "drive power limit at full throttle"),
         Bound("cb", 2000.0, 30000.0, 15000.0, "N", "brake force at full brake"),
@@ -161,34 +165,35 @@ def bicycle_step(
     Returns:
         ``(N, 3)`` velocities after ``dt``.
     """
-    (delta, thr, brk, k_f, k_r, c_f, c_r, d_f, d_r, e_f, e_r, sh_f, sh_r, sv_f, sv_r, cm1, power,
-     cb, bfront, cr0, cr2, iz) = coef.unbind(-1)  # fmt: skip
+    (delta, thr, brk, k_f, k_r, c_f, c_r, d_f, d_r, e_f, e_r, cm1, power, cb, bfront, cr0, cr2,
+     iz) = coef.unbind(-1)  # fmt: skip
     # Axle quantities are (N, 2) [front, rear]; everything loop-invariant is computed once (the
     # loop is overhead-bound at N ~ 4096 on a CPU, so fewer, fused tensor ops matter).
     m, lf, lr = vehicle.mass, vehicle.l_f, vehicle.l_r
     kw = {"dtype": vel.dtype, "device": vel.device}
     fz = torch.tensor(vehicle.axle_loads, **kw)
-    lever = torch.tensor([lf, -lr], **kw)
     front = torch.tensor([1.0, 0.0], **kw)
     peak = torch.stack([d_f, d_r], -1) * mu_axle * fz  # D [N]
     shape = torch.stack([c_f, c_r], -1)  # C
     stiff_b = torch.stack([k_f, k_r], -1) * fz / (shape * peak)  # B
     curv = torch.stack([e_f, e_r], -1)  # E
-    steer_shift = torch.stack([delta + sh_f, sh_r], -1)  # wheel angle + S_h [rad]
-    shift_v = torch.stack([sv_f, sv_r], -1) * fz  # S_v [N]
     neg_brake = -(brk * cb)[:, None] * torch.stack([bfront, 1.0 - bfront], -1)  # [N]
     cos_d, sin_d = torch.cos(delta), torch.sin(delta)
     h = dt / substeps
     h_m, h_iz = h / m, h / iz
     vx, vy, r = vel.unbind(-1)
     for _ in range(substeps):
-        u = vx.abs().clamp(min=slip_speed_floor)
-        alpha = steer_shift - torch.atan2(vy[:, None] + r[:, None] * lever, u[:, None])
-        ba = stiff_b * alpha
-        fy = shift_v + peak * torch.sin(shape * torch.atan(ba - curv * (ba - torch.atan(ba))))
+        # slip angles from each axle's velocity in its wheel frame; |u| makes the tyre force
+        # oppose lateral sliding whatever the direction of travel (dissipative when reversing)
+        w_f = vy + lf * r
+        u_f = vx * cos_d + w_f * sin_d  # front wheel speed along its heading [m/s]
+        u_axle = torch.stack([u_f, vx], -1)  # wheel speeds along the wheel headings [m/s]
+        lat = torch.stack([w_f * cos_d - vx * sin_d, vy - lr * r], -1)
+        ba = stiff_b * -torch.atan2(lat, u_axle.abs().clamp(min=slip_speed_floor))
+        fy = peak * torch.sin(shape * torch.atan(ba - curv * (ba - torch.atan(ba))))
         roll = torch.tanh(vx / _ROLL_SPEED)
-        drive = thr * torch.minimum(cm1, power / vx.clamp(min=1.0))
-        fx = neg_brake * roll[:, None] + drive[:, None] * front
+        drive = thr * torch.minimum(cm1, power / u_f.clamp(min=1.0))  # power = force x speed
+        fx = neg_brake * torch.tanh(u_axle / _ROLL_SPEED) + drive[:, None] * front
         # friction ellipse of radius D per axle: wheel spin and lock-up
         scale = (peak * torch.rsqrt(fx.square() + fy.square() + 1e-6)).clamp(max=1.0)
         fx, fy = fx * scale, fy * scale
@@ -197,9 +202,12 @@ def bicycle_step(
         front_lat = fx_f * sin_d + fy_f * cos_d
         force_x = fx_f * cos_d - fy_f * sin_d + fx_r - cr0 * roll - cr2 * vx * vx.abs()
         yaw_moment = lf * front_lat - lr * fy_r
+        # the body frame turns by r h: rotate the velocity exactly (explicit Euler would add
+        # energy to a spinning car), then add the force impulse
+        c_rot, s_rot = torch.cos(r * h), torch.sin(r * h)
         vx, vy, r = (
-            vx + h_m * force_x + h * vy * r,
-            vy + h_m * (front_lat + fy_r) - h * vx * r,
+            vx * c_rot + vy * s_rot + h_m * force_x,
+            vy * c_rot - vx * s_rot + h_m * (front_lat + fy_r),
             r + h_iz * yaw_moment,
         )
     return torch.stack([vx, vy, r], -1)

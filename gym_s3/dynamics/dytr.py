@@ -24,7 +24,7 @@ from gym_s3.spec import CONTROL_DT_S
 
 #: Default transformer settings of the residual.
 RESIDUAL_DEFAULTS: dict[str, int] = {
-    "window": 10, "d_model": 48, "heads": 4, "layers": 1, "ff_mult": 2
+    "window": 10, "d_model": 32, "heads": 2, "layers": 1, "ff_mult": 2
 }  # fmt: skip
 
 

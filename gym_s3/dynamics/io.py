@@ -47,9 +47,11 @@ def save(
     """
     from gym_s3.dynamics.learned import LearnedBackend
 
+    with torch.no_grad():
+        config = backend.config()
     meta = {
         "backend": backend.name,
-        "config": backend.config(),
+        "config": config,
         "history_features": list(HISTORY_FEATURES),
         "normalization": (
             backend.norm_stats.to_dict() if isinstance(backend, LearnedBackend) else None

@@ -1,0 +1,145 @@
+"""Recipes of the shipped default checkpoints, and the routine that runs them.
+
+``s3 distill train --all --dataset <default dataset> --out gym_s3/assets/dynamics`` runs the four
+recipes below in order on the dataset's train split (validation = its held-out sessions):
+
+1. ``bicycle``: the kinematic baseline's 9 parameters fitted with the one-step loss;
+2. ``ddm``: the Deep Dynamics Model, one-step loss;
+3. ``trans``: the sliding-window transformer, one-step loss;
+4. ``dytr``: the DDM just trained (copied in) plus a transformer residual trained with the DDM
+   frozen (``freeze=("base.",)``). The residual starts at zero, so before its first update the
+   model is exactly the DDM, and early stopping keeps the best validation epoch (epoch 0
+   included): on the validation windows ``dytr`` is never worse than its DDM.
+
+Command-line options (epochs, batch size, learning rate, horizon, seed, device) override every
+recipe alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gym_s3.distill.train import TrainConfig, TrainResult, train
+from gym_s3.distill.windows import TensorWindows
+from gym_s3.dynamics import DynamicsBackend, make, save
+from gym_s3.errors import ConfigError
+
+#: Recipe order (``dytr`` needs ``ddm`` first).
+ORDER: tuple[str, ...] = ("bicycle", "ddm", "trans", "dytr")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How one shipped checkpoint is trained.
+
+    Attributes:
+        backend: registered backend name.
+        config: backend constructor arguments.
+        train: training hyper-parameters.
+        base_from: backend whose freshly trained weights initialise ``<model>.base`` (``dytr``).
+    """
+
+    backend: str
+    config: dict[str, Any] = field(default_factory=dict)
+    train: TrainConfig = TrainConfig()
+    base_from: str | None = None
+
+
+RECIPES: dict[str, Recipe] = {
+    "bicycle": Recipe("bicycle", train=TrainConfig(epochs=12, lr=5e-3, batches_per_epoch=300)),
+    "ddm": Recipe("ddm", train=TrainConfig(epochs=40, lr=2e-3, batches_per_epoch=400)),
+    "trans": Recipe("trans", train=TrainConfig(epochs=40, lr=2e-3, batches_per_epoch=400)),
+    "dytr": Recipe(
+        "dytr",
+        train=TrainConfig(epochs=40, lr=2e-3, batches_per_epoch=400, freeze=("base.",)),
+        base_from="ddm",
+    ),
+}
+
+
+def resolve(names: Sequence[str]) -> list[str]:
+    """Recipe names in training order, with ``ddm`` added before ``dytr`` if missing."""
+    unknown = [n for n in names if n not in RECIPES]
+    if unknown:
+        raise ConfigError(f"no training recipe for {unknown}; valid backends: {', '.join(ORDER)}")
+    wanted = set(names)
+    if "dytr" in wanted:
+        wanted.add("ddm")
+    return [n for n in ORDER if n in wanted]
+
+
+def run(
+    dataset: Any,
+    out_dir: str | Path,
+    names: Sequence[str],
+    *,
+    overrides: dict[str, Any] | None = None,
+    history: int = 10,
+    command: str = "",
+    log: Callable[[str], None] = print,
+) -> dict[str, Path]:
+    """Train the recipes ``names`` on ``dataset`` and write ``<out_dir>/<name>.{safetensors,json}``.
+
+    Args:
+        dataset: a loaded :class:`~gym_s3.data.dataset.DrivingDataset` (split by session).
+        out_dir: output folder (also receives ``<name>.train.csv``).
+        names: backends to train (see :func:`resolve`).
+        overrides: :class:`TrainConfig` fields applied to every recipe.
+        history: history rows of the training windows (at least every backend's need).
+        command: the command line, stored in the checkpoints.
+        log: progress messages.
+
+    Returns:
+        backend name -> sidecar path.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    train_split, val_split = dataset.split("train"), dataset.split("val")
+    if not val_split.episodes:
+        raise ConfigError(
+            "the dataset has a single session, so there is no held-out validation split; "
+            "record or generate more sessions"
+        )
+    stats = dataset.normalization()
+    trained: dict[str, DynamicsBackend] = {}
+    written: dict[str, Path] = {}
+    cache: dict[int, tuple[TensorWindows, TensorWindows]] = {}
+    for name in resolve(names):
+        recipe = RECIPES[name]
+        cfg = dataclasses.replace(recipe.train, **(overrides or {}))
+        if cfg.horizon not in cache:
+            cache[cfg.horizon] = (
+                TensorWindows(train_split.windows(history, cfg.horizon)),
+                TensorWindows(val_split.windows(history, cfg.horizon)),
+            )
+        train_windows, val_windows = cache[cfg.horizon]
+        backend = make(name, **recipe.config)
+        if recipe.base_from is not None:
+            backend.base.load_state_dict(trained[recipe.base_from].state_dict())
+        log(f"training '{name}' on {len(train_windows)} windows ({len(val_windows)} validation)")
+        result: TrainResult = train(
+            backend, train_windows, val_windows, stats, cfg, log_csv=out / f"{name}.train.csv",
+            label=name,
+        )  # fmt: skip
+        summary = {
+            **result.to_dict(),
+            "config": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "progress"},
+            "history_rows": history,
+            "train_windows": len(train_windows),
+            "val_windows": len(val_windows),
+            "base_from": recipe.base_from,
+            "command": command,
+        }
+        written[name] = save(
+            backend, out / name, dataset_hash=dataset.content_hash, training=summary
+        )
+        trained[name] = backend
+        log(
+            f"'{name}': best validation loss {result.best_val_loss:.5f} at epoch "
+            f"{result.best_epoch} ({result.seconds:.0f} s) -> {written[name]}"
+        )
+    return written
