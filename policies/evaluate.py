@@ -199,3 +199,58 @@ def evaluate_beamng(
                       f"completion={m['completion']:.2f} cte={m['cte_mean']:.2f} m "
                       f"({res.wall_s:.0f} s)")  # fmt: skip
     return results
+
+
+def evaluate_distilled(
+    act: Any,
+    *,
+    num_envs: int = 64,
+    seed: int = 0,
+    **env_kwargs: Any,
+) -> dict[str, float]:
+    """One episode per car in the batched ``S3Distilled-v0``; mean episode metrics.
+
+    Args:
+        act: ``callable(obs (N, F) tensor) -> action (N, 2) tensor`` (e.g. ``ActorNet.act`` or
+            ``Policy.act``), used deterministically.
+        num_envs: cars (= episodes).
+        seed: env seed (fixes scenarios and start noise).
+        **env_kwargs: ``S3Distilled-v0`` arguments (backend, tracks, obs_mode, scenarios, ...).
+
+    Returns:
+        mean of every :data:`METRICS` entry over the episodes, plus ``failure_rate`` (share of
+        episodes ended by leaving the road, spinning out or a non-finite state) and
+        ``completed_rate``.
+    """
+    import gymnasium as gym
+    import torch
+
+    import gym_s3  # noqa: F401  (registers the ids)
+
+    env = gym.make("S3Distilled-v0", num_envs=num_envs, seed=seed, autoreset_mode="same_step",
+                   **env_kwargs)  # fmt: skip
+    try:
+        obs, _ = env.reset(seed=seed)
+        max_steps = env.unwrapped.config.task.max_episode_steps
+        recorded = torch.zeros(num_envs, dtype=torch.bool)
+        sums = {k: torch.zeros(num_envs) for k in METRICS}
+        failed = torch.zeros(num_envs, dtype=torch.bool)
+        completed = torch.zeros(num_envs, dtype=torch.bool)
+        with torch.no_grad():
+            for _ in range(max_steps + 1):
+                obs, _, terminated, truncated, info = env.step(act(obs))
+                new = (terminated | truncated).cpu() & ~recorded
+                for k in METRICS:
+                    sums[k] = torch.where(new, info[f"episode/{k}"].float().cpu(), sums[k])
+                bad = (info["off_track"] | info["spin_out"] | info["non_finite"]).cpu()
+                failed |= new & bad
+                completed |= new & info["completed"].cpu()
+                recorded |= new
+                if bool(recorded.all()):
+                    break
+    finally:
+        env.close()
+    out = {k: float(v.mean()) for k, v in sums.items()}
+    out["failure_rate"] = float(failed.float().mean())
+    out["completed_rate"] = float(completed.float().mean())
+    return out

@@ -131,6 +131,7 @@ def train(
         frames_per_batch=config.frames_per_batch,
         total_frames=config.total_frames,
         device=config.device,
+        auto_register_policy_transforms=False,
     )
     advantage = GAE(gamma=config.gamma, lmbda=config.gae_lambda, value_network=critic,
                     average_gae=False)  # fmt: skip
