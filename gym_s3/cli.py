@@ -18,6 +18,7 @@ from gym_s3.errors import S3Error
 COMMAND_MODULES: tuple[str, ...] = (
     "gym_s3.tracks.cli",
     "gym_s3.beamng.cli",
+    "policies.cli",
 )
 
 
