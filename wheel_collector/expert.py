@@ -9,12 +9,15 @@ it through :class:`ExpertInput`, an :class:`~wheel_collector.commands.InputSourc
   angle is ``atan(wheelbase * 2 y / (x^2 + y^2))`` with the target at ``(x, y)`` in the car frame,
   plus ``yaw_rate_gain * (v * kappa - yaw_rate)`` against under-rotation.
 * **Longitudinal:** PI control of ``v_long`` on the friction-aware target speed, previewed
-  ``preview_s`` ahead; pedals are limited to ``pedal_mu_gain * mu`` (gentle on ice).
+  ``preview_s`` ahead. The throttle is limited to the drive force the front tyres can take
+  (``throttle_grip_share`` of the friction left after cornering, against the drive force the
+  pedal gives at this speed), the brake to ``brake_mu_gain * mu``: gentle on ice, flat out on
+  dry asphalt at speed.
 * **Noise:** Ornstein-Uhlenbeck noise on both commands, and a per-episode speed scale.
 * **Perturbations** (Poisson events per car, rates per minute): late braking (the speed target is
   read further back, so braking starts late and ends hard), steering pulses, throttle lifts,
-  over-speed into corners (target x factor) and hard brake stabs. They push the data to the edges
-  of the envelope.
+  over-speed into corners (target x factor), hard brake stabs and throttle bursts (wheel spin on
+  low friction). They push the data to the edges of the envelope, beyond the expert's own limits.
 
 Sign conventions: the output action is ``[steer, accel]`` with ``steer = +1`` full right and
 ``accel < 0`` braking (:mod:`gym_s3.spec`); road-wheel angles are + left.
@@ -58,6 +61,7 @@ EVENTS: tuple[str, ...] = (
     "throttle_lift",
     "overspeed",
     "hard_brake",
+    "throttle_burst",
 )
 
 
@@ -95,6 +99,7 @@ class PerturbationConfig:
         throttle_lift: the pedal goes to ``-magnitude`` at most (lift, light brake) [1].
         overspeed: the speed target is multiplied by ``magnitude`` [-].
         hard_brake: the brake pedal is pressed to ``magnitude`` [1].
+        throttle_burst: the throttle is pressed to at least ``magnitude`` [1].
     """
 
     late_braking: EventConfig = EventConfig(1.0, (2.0, 4.0), (20.0, 50.0))
@@ -102,6 +107,7 @@ class PerturbationConfig:
     throttle_lift: EventConfig = EventConfig(1.5, (0.4, 1.5), (0.0, 0.15))
     overspeed: EventConfig = EventConfig(0.7, (3.0, 8.0), (1.1, 1.35))
     hard_brake: EventConfig = EventConfig(0.4, (0.5, 1.5), (0.6, 1.0))
+    throttle_burst: EventConfig = EventConfig(0.6, (0.3, 1.5), (0.7, 1.0))
 
     @staticmethod
     def none() -> PerturbationConfig:
@@ -138,10 +144,9 @@ class ExpertConfig:
         kp_speed: proportional pedal gain [1 per m/s].
         ki_speed: integral pedal gain [1 per m].
         integral_limit: largest pedal share of the integral term [1].
-        throttle_mu_gain: the throttle is limited to ``throttle_mu_gain * mu * sqrt(1 - u^2)``
-            (``mu`` the mean wheel friction, ``u`` the share of it the cornering uses), at least
-            ``throttle_floor``, so a front-driven car does not spin its wheels on ice (about
-            0.77 mu of throttle uses the front axle's whole grip) [-].
+        throttle_grip_share: the throttle is limited so that the drive force is at most this
+            share of ``mu * front_load_n * sqrt(1 - u^2)`` (``mu`` the mean wheel friction, ``u``
+            the share of it the cornering uses), at least ``throttle_floor`` [-].
         throttle_floor: lowest throttle limit [1].
         brake_mu_gain: the brake pedal is limited to ``brake_mu_gain * mu``, at least
             ``brake_floor`` [-].
@@ -152,6 +157,9 @@ class ExpertConfig:
         speed_scale: range of the per-episode target-speed factor [-].
         wheelbase_m: wheelbase of the driven car [m].
         max_steer_rad: road-wheel angle at full steering command [rad].
+        front_load_n: static load on the driven (front) axle [N].
+        max_drive_force_n: drive force at full throttle at low speed [N].
+        max_power_w: drive power at full throttle [W] (the force is ``min(F, P / v)``).
         perturbations: perturbation events.
     """
 
@@ -164,7 +172,7 @@ class ExpertConfig:
     kp_speed: float = 0.3
     ki_speed: float = 0.05
     integral_limit: float = 0.3
-    throttle_mu_gain: float = 0.5
+    throttle_grip_share: float = 0.65
     throttle_floor: float = 0.03
     brake_mu_gain: float = 1.2
     brake_floor: float = 0.1
@@ -174,6 +182,9 @@ class ExpertConfig:
     speed_scale: tuple[float, float] = (0.85, 1.0)
     wheelbase_m: float = SEDAN.wheelbase
     max_steer_rad: float = SEDAN.max_steer_rad
+    front_load_n: float = SEDAN.static_axle_loads[0]
+    max_drive_force_n: float = SEDAN.max_drive_torque / SEDAN.wheel_radius
+    max_power_w: float = SEDAN.max_power
     perturbations: PerturbationConfig = field(default_factory=PerturbationConfig)
 
     def __post_init__(self) -> None:
@@ -184,6 +195,9 @@ class ExpertConfig:
             "wheelbase_m",
             "max_steer_rad",
             "steer_margin_rad",
+            "front_load_n",
+            "max_drive_force_n",
+            "max_power_w",
         )
         for name in positive:
             if not getattr(self, name) > 0:
@@ -196,7 +210,7 @@ class ExpertConfig:
             "kp_speed",
             "ki_speed",
             "integral_limit",
-            "throttle_mu_gain",
+            "throttle_grip_share",
             "brake_mu_gain",
             "steer_noise",
             "accel_noise",
@@ -303,8 +317,8 @@ class BatchedExpert:
         """
         cfg = self.config
         active = self._advance_events()
-        mag = self.event_mag
         on = {name: active[:, i] for i, name in enumerate(EVENTS)}
+        size = {name: self.event_mag[:, i] for i, name in enumerate(EVENTS)}
         noise = self._noise_step()
         dtype = sample.s.dtype
         x, y, yaw = (t.to(dtype) for t in (ego.x, ego.y, ego.yaw))
@@ -323,12 +337,18 @@ class BatchedExpert:
         delta = torch.minimum(torch.maximum(delta, delta_path - margin), delta_path + margin)
         steer = -delta / cfg.max_steer_rad
         steer = (
-            steer + noise[:, 0] + torch.where(on["steer_pulse"], self.event_sign * mag[:, 1], 0.0)
+            steer
+            + noise[:, 0]
+            + torch.where(on["steer_pulse"], self.event_sign * size["steer_pulse"], 0.0)
         )
         # longitudinal: PI on the previewed, perturbed target speed
-        s_target = sample.s + cfg.preview_s * v - torch.where(on["late_braking"], mag[:, 0], 0.0)
+        s_target = (
+            sample.s
+            + cfg.preview_s * v
+            - torch.where(on["late_braking"], size["late_braking"], 0.0)
+        )
         v_ref = track.target_speed(s_target) * self.speed_scale
-        v_ref = v_ref * torch.where(on["overspeed"], mag[:, 3], 1.0)
+        v_ref = v_ref * torch.where(on["overspeed"], size["overspeed"], 1.0)
         err = v_ref - v
         if cfg.ki_speed > 0:
             limit = cfg.integral_limit / cfg.ki_speed
@@ -340,11 +360,19 @@ class BatchedExpert:
         )
         lateral = demand / (GRAVITY * mu.clamp(min=0.05))
         room = (1.0 - lateral.clamp(max=1.0).square()).sqrt()
-        throttle_max = (cfg.throttle_mu_gain * mu * room).clamp(cfg.throttle_floor, 1.0)
+        grip = cfg.throttle_grip_share * mu * cfg.front_load_n * room
+        full = torch.minimum(torch.full_like(v, cfg.max_drive_force_n),
+                             cfg.max_power_w / v.clamp(min=1.0))  # fmt: skip
+        throttle_max = (grip / full).clamp(cfg.throttle_floor, 1.0)
         brake_max = (cfg.brake_mu_gain * mu).clamp(cfg.brake_floor, 1.0)
         accel = torch.maximum(torch.minimum(accel, throttle_max), -brake_max)
-        accel = torch.where(on["throttle_lift"], torch.minimum(accel, -mag[:, 2]), accel)
-        accel = torch.where(on["hard_brake"], -mag[:, 4], accel)
+        accel = torch.where(
+            on["throttle_lift"], torch.minimum(accel, -size["throttle_lift"]), accel
+        )
+        accel = torch.where(
+            on["throttle_burst"], torch.maximum(accel, size["throttle_burst"]), accel
+        )
+        accel = torch.where(on["hard_brake"], -size["hard_brake"], accel)
         return torch.stack([steer, accel], dim=-1).clamp(-1.0, 1.0).float()
 
 

@@ -1,0 +1,217 @@
+"""The scripted expert: it drives the reference simulator well, and its noise and events behave."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from gym_s3.data.trackside import TrackSide
+from gym_s3.errors import ConfigError
+from gym_s3.observations import EgoState
+from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
+from gym_s3.tracks import SurfaceLayout, get_track
+from gym_s3.vehicle import SEDAN, VehicleModel, controls_from_action
+from wheel_collector.commands import SAFE_COMMAND, InputStatus
+from wheel_collector.expert import (
+    EVENTS,
+    BatchedExpert,
+    EventConfig,
+    ExpertConfig,
+    ExpertInput,
+    PerturbationConfig,
+)
+
+pytestmark = pytest.mark.timeout(180)
+QUIET = ExpertConfig(perturbations=PerturbationConfig.none())
+
+
+def parked(track: TrackSide, s: torch.Tensor, speed: float = 10.0) -> EgoState:
+    """Cars on the centreline at ``s``, heading along the path at ``speed``."""
+    x, y, _, h = track.start_pose(s)
+    z = torch.zeros_like(x)
+    return EgoState(x, y, h, torch.full_like(x, speed), z, z)
+
+
+@pytest.fixture(scope="module")
+def putnam_pool() -> ScenarioPool:
+    """Putnam Park on asphalt (variant 0) and on ice (variant 1)."""
+    path = get_track("putnam")
+    layouts = [SurfaceLayout.uniform("asphalt"), SurfaceLayout.uniform("ice")]
+    return ScenarioPool.build([path], [layouts], PoolConfig(), starts=[[0.0]])
+
+
+def drive_putnam(pool: ScenarioPool, steps: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Eight cars (four on asphalt, four on ice) driven by the quiet expert for ``steps`` steps.
+
+    Returns:
+        ``(worst |d| (8,), mean v / v_target (8,), fault (8,))``.
+    """
+    torch.set_num_threads(1)
+    n = 8
+    variant = torch.tensor([0, 1] * 4)
+    track = TrackSide(pool, variant)
+    s0 = torch.linspace(0.0, 2600.0, n)
+    x, y, _, h = track.start_pose(s0)
+    model = VehicleModel()
+    state = model.initial_state(x, y, h, 0.8 * track.target_speed(s0), torch.zeros_like(x))
+    expert = BatchedExpert(n, QUIET, seed=0)
+    worst = torch.zeros(n)
+    ratio = torch.zeros(n)
+    for _ in range(steps):
+        smp = track.measure(state.x, state.y, state.yaw)
+        ego = EgoState(state.x, state.y, state.yaw, state.vx, state.vy, state.yaw_rate)
+        action = expert.act(ego, smp, track)
+        worst = torch.maximum(worst, smp.d.abs().float())
+        ratio += (state.vx / smp.target_speed).float() / steps
+        state = model.step(state, controls_from_action(action), track.surfaces)
+    return worst, ratio, state.fault
+
+
+def test_tracks_putnam_on_asphalt_and_ice(putnam_pool: ScenarioPool) -> None:
+    """5 s from eight places around the lap: offset below 1 m on asphalt and ice, no fault."""
+    worst, _, fault = drive_putnam(putnam_pool, 100)
+    assert not bool(fault.any())
+    assert float(worst.max()) < 1.0, worst
+
+
+@pytest.mark.slow
+def test_keeps_the_car_on_the_road_on_asphalt_and_ice(putnam_pool: ScenarioPool) -> None:
+    """Without perturbations the expert tracks Putnam Park on asphalt and on ice.
+
+    Eight cars (four per surface) start around the lap at 80 % of the target speed and drive
+    15 s of the reference simulator: the lateral offset stays below 1.5 m (the road is 9 m wide),
+    no car faults, and each car averages between 75 % and 105 % of its target speed.
+    """
+    worst, ratio, fault = drive_putnam(putnam_pool, 300)
+    assert not bool(fault.any())
+    assert float(worst.max()) < 1.5, worst
+    assert bool((ratio > 0.75).all() and (ratio < 1.05).all()), ratio
+
+
+def test_same_seed_same_actions(putnam_pool: ScenarioPool) -> None:
+    """Two experts with one seed produce identical action sequences; another seed differs."""
+    track = TrackSide(putnam_pool, torch.zeros(16, dtype=torch.int64))
+    ego = parked(track, torch.linspace(0, 2000, 16))
+    smp = track.measure(ego.x, ego.y, ego.yaw)
+
+    def run(seed: int) -> torch.Tensor:
+        expert = BatchedExpert(16, ExpertConfig(), seed=seed)
+        return torch.stack([expert.act(ego, smp, track) for _ in range(50)])
+
+    assert torch.equal(run(3), run(3))
+    assert not torch.equal(run(3), run(4))
+
+
+def test_event_rates_match_the_configuration(putnam_pool: ScenarioPool) -> None:
+    """Events start at the configured Poisson rate (one-step events, so no dead time).
+
+    2000 cars x 200 steps at 30 events/min: expected 2000 * 200 * (1 - exp(-30/60 * 0.05)) =
+    9877 starts per kind; the count must be within 5 standard deviations.
+    """
+    one_step = EventConfig(30.0, (0.05, 0.05), (0.1, 0.1))
+    cfg = ExpertConfig(perturbations=PerturbationConfig(*(one_step,) * len(EVENTS)))
+    n, steps = 2000, 200
+    track = TrackSide(putnam_pool, torch.zeros(n, dtype=torch.int64))
+    ego = parked(track, torch.rand(n, generator=torch.Generator().manual_seed(0)) * 2800)
+    smp = track.measure(ego.x, ego.y, ego.yaw)
+    expert = BatchedExpert(n, cfg, seed=1)
+    for _ in range(steps):
+        expert.act(ego, smp, track)
+    p = 1 - math.exp(-30 / 60 * 0.05)
+    mean, std = n * steps * p, math.sqrt(n * steps * p * (1 - p))
+    counts = expert.event_count.sum(0).double()
+    assert bool(((counts - mean).abs() < 5 * std).all()), (counts, mean)
+    quiet = BatchedExpert(n, QUIET, seed=1)
+    for _ in range(20):
+        quiet.act(ego, smp, track)
+    assert int(quiet.event_count.sum()) == 0
+
+
+def test_perturbations_act_on_the_commands(putnam_pool: ScenarioPool) -> None:
+    """A steering pulse adds exactly +-magnitude; a hard-brake event presses the brake to it.
+
+    The perturbed and the quiet expert share the seed, so their noise is identical and the
+    difference of their actions is the perturbation alone.
+    """
+    n = 64
+    track = TrackSide(putnam_pool, torch.zeros(n, dtype=torch.int64))
+    ego = parked(track, torch.linspace(100, 2500, n), speed=15.0)
+    smp = track.measure(ego.x, ego.y, ego.yaw)
+    none = {k: getattr(PerturbationConfig.none(), k) for k in EVENTS}
+    always = (10.0, 10.0)  # duration [s]: the event lasts the whole test
+    pulse = PerturbationConfig(**{**none, "steer_pulse": EventConfig(1e6, always, (0.2, 0.2))})
+    quiet = BatchedExpert(n, QUIET, seed=9).act(ego, smp, track)
+    pulsed = BatchedExpert(n, ExpertConfig(perturbations=pulse), seed=9).act(ego, smp, track)
+    diff = (pulsed - quiet)[:, 0]
+    inside = quiet[:, 0].abs() < 0.75  # no clipping at full lock
+    assert torch.allclose(diff[inside].abs(), torch.full_like(diff[inside], 0.2), atol=1e-5)
+    assert torch.equal(pulsed[:, 1], quiet[:, 1])
+    brake = PerturbationConfig(**{**none, "hard_brake": EventConfig(1e6, always, (0.6, 1.0))})
+    braking = BatchedExpert(n, ExpertConfig(perturbations=brake), seed=9).act(ego, smp, track)
+    assert bool(((braking[:, 1] <= -0.6) & (braking[:, 1] >= -1.0)).all())
+
+
+def test_throttle_limit_prevents_wheel_spin(putnam_pool: ScenarioPool) -> None:
+    """From 1 m/s far below the target, the throttle is capped by the front tyres' grip.
+
+    Cap = 0.65 mu F_front / F_drive with F_front = m g l_r / L and F_drive = T_max / r (at low
+    speed): 0.499 on asphalt, 0.0499 on ice. Driving 3 s of the reference simulator with it, the
+    front wheels on ice turn less than 10 % faster than the car moves (no wheel spin) while the car
+    speeds up.
+    """
+    torch.set_num_threads(1)
+    track = TrackSide(putnam_pool, torch.tensor([0, 1]))
+    s = torch.tensor([100.0, 100.0])  # main straight
+    ego = parked(track, s, speed=1.0)
+    smp = track.measure(ego.x, ego.y, ego.yaw)
+    cfg = ExpertConfig(perturbations=PerturbationConfig.none(), accel_noise=0.0, steer_noise=0.0)
+    expert = BatchedExpert(2, cfg)
+    action = expert.act(ego, smp, track)
+    front = SEDAN.mass * 9.81 * SEDAN.l_r / SEDAN.wheelbase
+    cap = 0.65 * front / (SEDAN.max_drive_torque / SEDAN.wheel_radius)
+    assert float(action[0, 1]) == pytest.approx(cap * 1.0, rel=1e-3)
+    assert float(action[1, 1]) == pytest.approx(cap * 0.1, rel=1e-3)
+    model = VehicleModel()
+    state = model.initial_state(ego.x, ego.y, ego.yaw, 1.0, torch.zeros(2))
+    for _ in range(60):
+        smp = track.measure(state.x, state.y, state.yaw)
+        ego = EgoState(state.x, state.y, state.yaw, state.vx, state.vy, state.yaw_rate)
+        state = model.step(state, controls_from_action(expert.act(ego, smp, track)), track.surfaces)
+    wheel = state.omega[1, :2].mean() * SEDAN.wheel_radius
+    assert float(state.vx[1]) > 1.4 and float(wheel / state.vx[1]) < 1.1
+
+
+def test_expert_input_is_an_input_source(putnam_pool: ScenarioPool) -> None:
+    """NO_DEVICE and SAFE_COMMAND until observed; then live expert commands; closed -> safe."""
+    source = ExpertInput(QUIET, seed=2)
+    reading = source.poll()
+    assert reading.status is InputStatus.NO_DEVICE and reading.command == SAFE_COMMAND
+    track = TrackSide(putnam_pool, torch.zeros(1, dtype=torch.int64))
+    ego = parked(track, torch.tensor([50.0]), speed=5.0)
+    smp = track.measure(ego.x, ego.y, ego.yaw)
+    source.observe(ego, smp, track)
+    reading = source.poll()
+    assert reading.live and reading.command.source == "expert"
+    expected = BatchedExpert(1, QUIET, seed=2).act(ego, smp, track)[0]
+    assert reading.command.steer == pytest.approx(float(expected[0]), abs=1e-6)
+    assert reading.command.accel == pytest.approx(float(expected[1]), abs=1e-6)
+    source.close()
+    assert source.poll().command == SAFE_COMMAND
+    with pytest.raises(ConfigError, match="one car"):
+        source.observe(ego, smp, TrackSide(putnam_pool, torch.zeros(2, dtype=torch.int64)))
+
+
+def test_config_validation() -> None:
+    """Negative rates, unordered ranges and bad gains are refused with ConfigError."""
+    with pytest.raises(ConfigError, match="rate"):
+        EventConfig(-1.0, (1.0, 2.0), (0.0, 1.0))
+    with pytest.raises(ConfigError, match="duration"):
+        EventConfig(1.0, (2.0, 1.0), (0.0, 1.0))
+    with pytest.raises(ConfigError, match="lookahead_max_m"):
+        ExpertConfig(lookahead_min_m=10.0, lookahead_max_m=5.0)
+    with pytest.raises(ConfigError, match="kp_speed"):
+        ExpertConfig(kp_speed=-0.1)
+    with pytest.raises(ConfigError, match="n >= 1"):
+        BatchedExpert(0)
