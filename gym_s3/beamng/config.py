@@ -27,6 +27,10 @@ class WorldConfig:
         torch_threads: intra-op threads of each server thread (a handful of cars gains nothing
             from more; under torch's OpenMP backend the setting is per thread, so it does not
             touch the rest of the process; 0 leaves torch's setting alone).
+        max_step_seconds: most simulated time one ``Step`` request may advance [s]; a larger
+            ``count / steps_per_second`` is refused with ``bngValueError`` instead of holding the
+            world for hours. The default, 600 s, is 36,000 frames at 60 steps per second (about
+            8 minutes of CPU time at the default 1 kHz physics on one core for one car).
     """
 
     steps_per_second: int = 60
@@ -40,6 +44,7 @@ class WorldConfig:
     dtype: str = "float64"
     device: str = "cpu"
     torch_threads: int = 1
+    max_step_seconds: float = 600.0
 
     def __post_init__(self) -> None:
         """Validate every field."""
@@ -53,6 +58,14 @@ class WorldConfig:
         if not (isinstance(self.torch_threads, int) and self.torch_threads >= 0):
             raise ConfigError(
                 f"WorldConfig.torch_threads must be an int >= 0, got {self.torch_threads!r}"
+            )
+        if not (
+            isinstance(self.max_step_seconds, (int, float))
+            and 0 < self.max_step_seconds < float("inf")
+        ):
+            raise ConfigError(
+                "WorldConfig.max_step_seconds must be a finite number of seconds > 0, got "
+                f"{self.max_step_seconds!r}"
             )
         if self.idle_rpm < 0:
             raise ConfigError(f"WorldConfig.idle_rpm must be >= 0, got {self.idle_rpm!r}")

@@ -347,9 +347,22 @@ class World:
 
     # ------------------------------------------------------------------------------- time
     def step(self, frames: int) -> None:
-        """Advance the world by ``frames`` frames of ``1 / steps_per_second`` seconds."""
+        """Advance the world by ``frames`` frames of ``1 / steps_per_second`` seconds.
+
+        Raises:
+            RequestValueError: a negative count, or more than
+                :attr:`WorldConfig.max_step_seconds` of simulated time in one request.
+        """
         if frames < 0:
             raise RequestValueError(f"Step count must be >= 0, got {frames}")
+        limit = self.config.max_step_seconds
+        if frames > limit * self.steps_per_second:
+            raise RequestValueError(
+                f"Step count {frames} at {self.steps_per_second} steps per second is "
+                f"{frames / self.steps_per_second:.6g} s of simulated time, more than the "
+                f"stand-in's limit of {limit:g} s per Step request "
+                "(WorldConfig.max_step_seconds); step in smaller pieces"
+            )
         self.require_scenario()
         self.fleet.step(frames, self.steps_per_second, self.physics_friction(), self._height_fn)
         elapsed = frames / self.steps_per_second
