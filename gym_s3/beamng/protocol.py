@@ -92,7 +92,9 @@ def decode_body(body: bytes) -> dict[str, Any]:
     """
     try:
         message = msgpack.unpackb(body, raw=False, strict_map_key=False)
-    except (ValueError, msgpack.UnpackException) as exc:  # ExtraData, FormatError, StackError...
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:
+        # ValueError: ExtraData, FormatError, StackError, bad UTF-8, oversized lengths;
+        # TypeError: a map key that is a list or a map (unhashable)
         raise FrameError(f"frame body is not valid msgpack ({type(exc).__name__}: {exc})") from exc
     if not isinstance(message, dict):
         raise FrameError(f"frame body is a msgpack {type(message).__name__}, expected a map")

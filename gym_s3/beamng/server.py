@@ -8,9 +8,11 @@ sending or waiting for a socket), so a Step on the GE socket and a poll on a veh
 one consistent world.
 
 Robustness rules: an unknown request type gets a ``bngError`` reply (``strict=True`` also records
-it, and :meth:`StandInServer.check` / leaving the ``with`` block raises); a frame that breaks the
-framing closes only that connection, with a log line; when every socket of a client is gone, the
-vehicles it created are released (despawned), so a crashed client leaves no cars behind.
+it, and :meth:`StandInServer.check` / leaving the ``with`` block raises); a request whose ``_id``
+is not a number or string (beamngpy sends an integer counter) gets a ``bngError`` without ``_id``
+and is not run; a frame that breaks the framing closes only that connection, with a log line;
+when every socket of a client is gone, the vehicles it created are released (despawned), so a
+crashed client leaves no cars behind.
 
 It is *not* BeamNG: it says so in ``GetSystemInfo``, in its log lines and on the command line.
 """
@@ -43,6 +45,8 @@ from gym_s3.errors import ConfigError, S3Error
 LOGGER = logging.getLogger(__name__)
 _JOIN_TIMEOUT_S = 2.0
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: ``_id`` values echoed in replies (anything else is refused without running the request)
+_SCALAR_ID_TYPES = (bool, int, float, str, bytes)
 
 
 class StrictModeError(S3Error, AssertionError):
@@ -261,6 +265,10 @@ class StandInServer:
         """Number of open sockets of vehicle ``vid``."""
         return sum(1 for conn in self._connections.values() if conn.vid == vid)
 
+    def connection_count(self) -> int:
+        """Number of open client connections (GE and vehicle sockets)."""
+        return len(self._connections)
+
     def is_connected(self, cid: int) -> bool:
         """Whether connection ``cid`` is still open."""
         return cid in self._connections
@@ -325,7 +333,7 @@ class StandInServer:
                 reply = self._dispatch(conn, message)
                 if reply is not None:
                     try:
-                        conn.sock.sendall(encode_frame(reply))
+                        conn.sock.sendall(self._encode_reply(conn, message, reply))
                     except OSError:
                         break
         finally:
@@ -342,8 +350,29 @@ class StandInServer:
         for vid in released:
             LOGGER.info("%s: released vehicle %s (its client disconnected)", SERVER_NAME, vid)
 
+    def _encode_reply(
+        self, conn: Connection, message: dict[str, Any], reply: dict[str, Any]
+    ) -> bytes:
+        """The reply frame; a reply msgpack cannot carry becomes a ``bngError`` (a bug here)."""
+        try:
+            return encode_frame(reply)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            LOGGER.exception(
+                "%s: the reply to %s %.100r cannot be encoded", SERVER_NAME, conn.kind,
+                message.get("type"),
+            )  # fmt: skip
+            error = {"bngError": f"{SERVER_NAME} internal error: the reply could not be encoded"}
+            return encode_frame({**error, "_id": reply["_id"]} if "_id" in reply else error)
+
     def _dispatch(self, conn: Connection, message: dict[str, Any]) -> dict[str, Any] | None:
         req_id = message.get("_id")
+        if req_id is not None and not isinstance(req_id, _SCALAR_ID_TYPES):
+            # beamngpy's _id is an integer counter; a nested or extension value could not be
+            # echoed safely (depth, unencodable types), so the request is refused unrun.
+            return {
+                "bngError": f"the request's _id must be a number or a string (beamngpy sends an "
+                f"integer counter), got a {type(req_id).__name__}; the request was not run"
+            }
         mtype = message.get("type")
         table = handlers.GE_HANDLERS if conn.vid is None else vehicle_handlers.VE_HANDLERS
         handler = table.get(mtype) if isinstance(mtype, str) else None
