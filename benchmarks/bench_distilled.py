@@ -77,6 +77,8 @@ def bench_one(
     ``env_kwargs`` are extra env arguments (e.g. ``nonfinite_action="zero"`` on a GPU, which
     keeps the action check free of host synchronisation).
     """
+    if compiled:
+        torch._dynamo.reset()  # fresh caches and recompile counters for every configuration
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # untrained learned backends warn; fine for timing
         config = DistilledConfig.from_kwargs(

@@ -106,9 +106,11 @@ class DistilledCore:
         self._step_fn = self._step_impl
         self._reset_fn = self._reset_impl
         if config.compile:
-            # The step is one graph; the reset breaks the graph only where the CPU generator draws.
+            # The step is one static graph. The reset breaks the graph where the task draws from
+            # the CPU generator; automatic dynamic shapes keep the resumed fragments (which see
+            # Python floats and N) from exhausting dynamo's recompile limit across envs.
             self._step_fn = torch.compile(self._step_impl, fullgraph=True, dynamic=False)
-            self._reset_fn = torch.compile(self._reset_impl, dynamic=False)
+            self._reset_fn = torch.compile(self._reset_impl)
 
     # ------------------------------------------------------------------ properties
     @property
