@@ -125,7 +125,7 @@ class GenerateConfig:
 PRESETS: dict[str, GenerateConfig] = {
     "default": GenerateConfig(),
     "tiny": GenerateConfig(
-        procedural_tracks=1, town_routes=1, layouts_per_surface=1, cars=12, waves=1, episode_s=4.0
+        procedural_tracks=1, town_routes=1, layouts_per_surface=1, cars=12, waves=1, episode_s=3.0
     ),  # fmt: skip
 }
 

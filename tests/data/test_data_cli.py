@@ -38,10 +38,10 @@ def test_help_lists_subcommands_and_units(capsys: pytest.CaptureFixture[str]) ->
 def test_generate_summary_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Generate a small dataset, summarise it with plots, validate it, then detect corruption."""
     out = tmp_path / "ds"
-    argv = ["generate", "--out", str(out), "--preset", "tiny", "--cars", "6",
-            "--episode-seconds", "1", "--no-progress"]  # fmt: skip
+    argv = ["generate", "--out", str(out), "--preset", "tiny", "--cars", "4", "--towns", "0",
+            "--episode-seconds", "0.5", "--procedural", "1", "--no-progress"]  # fmt: skip
     assert run(argv) == 0
-    assert "6 episodes" in capsys.readouterr().out
+    assert "4 episodes" in capsys.readouterr().out
     plots = tmp_path / "plots"
     assert run(["summary", str(out), "--plots", str(plots)]) == 0
     text = capsys.readouterr().out
