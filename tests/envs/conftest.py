@@ -22,12 +22,16 @@ ICE_LAYOUT = LayoutConfig(
 
 
 @pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Run these small-batch tests on one intra-op thread.
+def _one_torch_thread(request):
+    """Run the ``S3Distilled-v0`` tests (small batches) on one intra-op thread.
 
     With N of a few cars there is nothing to parallelise, and on a shared, busy 2-core machine
     OpenMP's second thread makes every small op wait for a descheduled peer (3-4x slower steps).
+    Other test modules in this folder keep the session setting.
     """
+    if not request.module.__name__.startswith("test_distilled"):
+        yield
+        return
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
