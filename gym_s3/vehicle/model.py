@@ -13,16 +13,17 @@ from torch import Tensor
 
 from gym_s3.errors import ConfigError, DataFormatError
 from gym_s3.tracks.friction import FrictionField
+from gym_s3.vehicle.constants import build_constants
 from gym_s3.vehicle.controls import check_controls
 from gym_s3.vehicle.params import GRAVITY, SEDAN, VehicleParams
 from gym_s3.vehicle.physics import (
-    Commands,
     PhysicsState,
     body_frame,
-    build_constants,
     chunk,
     contact_points,
+    pack_state,
     tyre_state,
+    unpack_state,
 )
 from gym_s3.vehicle.state import VehicleState
 
@@ -217,12 +218,11 @@ class VehicleModel:
             if not self.check_finite:
                 fault = fault | ~torch.isfinite(u).all(-1)
                 u = torch.nan_to_num(u, nan=0.0, posinf=0.0, neginf=0.0)
-            cmd = Commands(
-                steer=u[:, 0].clamp(-1.0, 1.0) * -self.params.max_steer_rad,
-                throttle=u[:, 1].clamp(0.0, 1.0),
-                brake=u[:, 2].clamp(0.0, 1.0),
-            )
-            s = _physics_state(state)._replace(fault=fault)
+            lo = u.new_tensor([-1.0, 0.0, 0.0])
+            hi = u.new_tensor([1.0, 1.0, 1.0])
+            scale = u.new_tensor([-self.params.max_steer_rad, 1.0, 1.0])
+            cmd = (torch.minimum(torch.maximum(u, lo), hi) * scale).t().contiguous()
+            packed = pack_state(_physics_state(state)._replace(fault=fault))
             points = self.wheel_points(state)
             z = state.z
             mu = state.mu
@@ -233,8 +233,9 @@ class VehicleModel:
                 grade = None
                 if height_fn is not None:
                     z, grade = self._read_height(height_fn, points)
-                s, points = self._run_chunk(s, cmd, mu.t().contiguous(), grade, n)
+                packed, points = self._run_chunk(packed, cmd, mu.t().contiguous(), grade, n)
                 done += n
+            s = unpack_state(packed)
         return VehicleState(**s._replace(omega=s.omega.t())._asdict(), z=z, mu=mu)
 
     def wheel_forces(
@@ -284,8 +285,8 @@ class VehicleModel:
             )
         return mu.to(device=self.device, dtype=self.dtype)
 
-    def _read_height(self, height_fn: HeightFn, points: Tensor) -> tuple[Tensor, tuple]:
-        """Mean ground height ``(N,)`` [m] and gravity along body x, y ``(N,)`` [m/s^2]."""
+    def _read_height(self, height_fn: HeightFn, points: Tensor) -> tuple[Tensor, Tensor]:
+        """Mean ground height ``(N,)`` [m] and gravity along body x, y ``(2, N)`` [m/s^2]."""
         h = height_fn(points)
         if not isinstance(h, Tensor) or tuple(h.shape) != tuple(points.shape[:2]):
             shape = tuple(h.shape) if isinstance(h, Tensor) else type(h).__name__
@@ -299,15 +300,15 @@ class VehicleModel:
         length, width = self.params.wheelbase, self.params.track_width
         gx = -GRAVITY * rise * torch.rsqrt(rise * rise + length * length)
         gy = -GRAVITY * bank * torch.rsqrt(bank * bank + width * width)
-        return h.mean(-1), (gx, gy)
+        return h.mean(-1), torch.stack((gx, gy))
 
     def _run_chunk(
-        self, s: PhysicsState, cmd: Commands, mu: Tensor, grade: tuple | None, n: int
-    ) -> tuple[PhysicsState, Tensor]:
+        self, packed: Tensor, cmd: Tensor, mu: Tensor, grade: Tensor | None, n: int
+    ) -> tuple[Tensor, Tensor]:
         """Run ``n`` substeps, compiled when enabled (falling back to eager on failure)."""
         if self._compiled is not None:
             try:
-                return self._compiled(s, cmd, mu, grade, n)
+                return self._compiled(packed, cmd, mu, grade, n)
             except Exception as exc:  # noqa: BLE001 - any compiler failure -> same code, eager
                 warnings.warn(
                     f"torch.compile of the vehicle physics failed ({type(exc).__name__}: {exc}); "
@@ -316,4 +317,4 @@ class VehicleModel:
                     stacklevel=3,
                 )
                 self._compiled = None
-        return self._chunk(s, cmd, mu, grade, n)
+        return self._chunk(packed, cmd, mu, grade, n)

@@ -34,53 +34,13 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from gym_s3.vehicle.params import GRAVITY, VehicleParams
-from gym_s3.vehicle.tyre import TyreCoefficients, TyreOutput, tyre_forces
+from gym_s3.vehicle.constants import PhysicsConstants
+from gym_s3.vehicle.tyre import TyreOutput, tyre_forces
 
 #: Width of the rev-limiter torque taper, as a fraction of the limit speed [-].
 REV_LIMIT_BAND = 0.02
 #: Drive-shaft speed floor of the power limit P / omega [rad/s].
 POWER_OMEGA_FLOOR = 1.0
-
-
-class PhysicsConstants(NamedTuple):
-    """Everything a substep needs besides the state, prepared once per model.
-
-    ``(4, 1)`` tensors are per wheel (FL, FR, RL, RR), shaped to broadcast against wheel-major
-    ``(4, N)`` tensors; floats are SI constants.
-    """
-
-    dt: float  # physics step [s]
-    tyre: TyreCoefficients
-    wheel_x: Tensor  # (4, 1) body-frame x of the contact patches [m]
-    wheel_y: Tensor  # (4, 1) body-frame y of the contact patches [m]
-    front: Tensor  # (4, 1) 1 for steered (front) wheels, else 0
-    fz_static: Tensor  # (4, 1) static wheel loads [N]
-    fz_per_ax: Tensor  # (4, 1) load change per unit forward specific force [N / (m/s^2)]
-    fz_per_ay: Tensor  # (4, 1) load change per unit leftward specific force [N / (m/s^2)]
-    drive_share: Tensor  # (4, 1) share of drive torque per wheel (sums to 1)
-    brake_share: Tensor  # (4, 1) share of brake torque per wheel (sums to 1)
-    mass: float  # [kg]
-    yaw_inertia: float  # [kg m^2]
-    wheel_radius: float  # [m]
-    wheel_inertia: float  # [kg m^2]
-    max_drive_torque: float  # [N m]
-    max_power: float  # [W]
-    omega_limit: float  # rev limiter on the mean driven-wheel speed [rad/s]
-    max_brake_torque: float  # [N m]
-    abs_enabled: bool
-    abs_target_slip: float  # [-]
-    abs_min_speed: float  # [m/s]
-    drag_coef: float  # 0.5 rho C_d A [kg/m]
-    roll_force: float  # f_r m g [N]
-    rolling_speed: float  # [m/s]
-    steer_gain: float  # 1 - exp(-dt / tau_steer) [-]
-    steer_step: float  # steering rate limit times dt [rad]
-    throttle_gain: float  # 1 - exp(-dt / tau_throttle) [-]
-    brake_gain: float  # 1 - exp(-dt / tau_brake) [-]
-    fault_speed2: float  # squared runaway speed [m^2/s^2]
-    fault_yaw_rate: float  # [rad/s]
-    fault_wheel_speed: float  # [rad/s]
 
 
 class PhysicsState(NamedTuple):
@@ -104,6 +64,29 @@ class PhysicsState(NamedTuple):
     fault: Tensor
 
 
+#: Rows of the packed ``(17, N)`` state that crosses the (compiled) chunk boundary.
+STATE_ROWS = 17
+
+
+def pack_state(s: PhysicsState) -> Tensor:
+    """Stack a state into one ``(17, N)`` tensor (``fault`` as 0.0 / 1.0).
+
+    One tensor instead of thirteen keeps the per-call overhead of a compiled chunk small.
+    """
+    head = torch.stack((s.x, s.y, s.yaw, s.vx, s.vy, s.yaw_rate))
+    tail = torch.stack((s.steer_angle, s.throttle, s.brake, s.ax, s.ay, s.fault.to(s.x.dtype)))
+    return torch.cat((head, s.omega, tail))
+
+
+def unpack_state(packed: Tensor) -> PhysicsState:
+    """Views of a :func:`pack_state` tensor as a :class:`PhysicsState`."""
+    x, y, yaw, vx, vy, yaw_rate = packed[:6]
+    steer, throttle, brake, ax, ay, fault = packed[10:]
+    return PhysicsState(
+        x, y, yaw, vx, vy, yaw_rate, packed[6:10], steer, throttle, brake, ax, ay, fault > 0.5
+    )
+
+
 class Commands(NamedTuple):
     """Actuator targets held over a control step, each ``(N,)``.
 
@@ -116,74 +99,6 @@ class Commands(NamedTuple):
     steer: Tensor
     throttle: Tensor
     brake: Tensor
-
-
-def _lag_gain(dt: float, tau: float) -> float:
-    """Exact per-step gain of a first-order lag (1 for tau = 0, i.e. no lag)."""
-    return 1.0 if tau <= 0 else 1.0 - math.exp(-dt / tau)
-
-
-def build_constants(
-    p: VehicleParams, dt: float, abs_enabled: bool, device: torch.device, dtype: torch.dtype
-) -> PhysicsConstants:
-    """Prepare the substep constants of ``p`` at physics step ``dt`` [s] on ``device``/``dtype``."""
-
-    def vec(values: tuple[float, ...] | list[float]) -> Tensor:
-        """Per-wheel constants as a ``(4, 1)`` column."""
-        return torch.tensor(values, device=device, dtype=dtype)[:, None]
-
-    pos = p.wheel_positions(device=device, dtype=dtype)
-    fz_front, fz_rear = p.static_axle_loads
-    long_t = p.mass * p.h_cg / p.wheelbase / 2  # per wheel, per unit a_x
-    lat_t = p.mass * p.h_cg / p.track_width  # per axle pair, per unit a_y
-    chi = p.roll_stiffness_front
-    ky = (p.p_ky_front, p.p_ky_front, p.p_ky_rear, p.p_ky_rear)
-    b_per_g = [[p.p_kx / p.c_x] * 4, [k / p.c_y for k in ky]]
-    tyre = TyreCoefficients(
-        b_per_g=torch.tensor(b_per_g, device=device, dtype=dtype)[..., None],
-        shape=torch.tensor([p.c_x, p.c_y], device=device, dtype=dtype)[:, None, None],
-        curvature=torch.tensor([p.e_x, p.e_y], device=device, dtype=dtype)[:, None, None],
-        p_kx=p.p_kx,
-        mu_ref=p.mu_ref,
-        stiffness_mu_exponent=p.stiffness_mu_exponent,
-        load_sensitivity=p.load_sensitivity,
-        fz_nominal=p.fz_nominal,
-        wheel_radius=p.wheel_radius,
-        slip_speed_floor=p.slip_speed_floor,
-    )
-    return PhysicsConstants(
-        dt=dt,
-        tyre=tyre,
-        wheel_x=pos[:, :1].contiguous(),
-        wheel_y=pos[:, 1:].contiguous(),
-        front=vec([1.0, 1.0, 0.0, 0.0]),
-        fz_static=vec([fz_front / 2, fz_front / 2, fz_rear / 2, fz_rear / 2]),
-        fz_per_ax=vec([-long_t, -long_t, long_t, long_t]),
-        fz_per_ay=vec([-chi * lat_t, chi * lat_t, -(1 - chi) * lat_t, (1 - chi) * lat_t]),
-        drive_share=vec(p.drive_shares),
-        brake_share=vec(p.brake_shares),
-        mass=p.mass,
-        yaw_inertia=p.yaw_inertia,
-        wheel_radius=p.wheel_radius,
-        wheel_inertia=p.wheel_inertia,
-        max_drive_torque=p.max_drive_torque,
-        max_power=p.max_power,
-        omega_limit=p.max_speed / p.wheel_radius,
-        max_brake_torque=p.max_brake_torque,
-        abs_enabled=abs_enabled,
-        abs_target_slip=p.abs_target_slip,
-        abs_min_speed=p.abs_min_speed,
-        drag_coef=0.5 * p.air_density * p.drag_area,
-        roll_force=p.rolling_resistance * p.mass * GRAVITY,
-        rolling_speed=p.rolling_speed,
-        steer_gain=_lag_gain(dt, p.steer_time_constant),
-        steer_step=p.max_steer_rate * dt,
-        throttle_gain=_lag_gain(dt, p.throttle_time_constant),
-        brake_gain=_lag_gain(dt, p.brake_time_constant),
-        fault_speed2=p.fault_speed**2,
-        fault_yaw_rate=p.fault_yaw_rate,
-        fault_wheel_speed=p.fault_wheel_speed,
-    )
 
 
 def wheel_loads(c: PhysicsConstants, ax: Tensor, ay: Tensor) -> Tensor:
@@ -334,34 +249,43 @@ def substep(
 
 def chunk(
     c: PhysicsConstants,
-    s: PhysicsState,
-    cmd: Commands,
+    packed: Tensor,
+    cmd: Tensor,
     mu: Tensor,
-    grade: tuple[Tensor, Tensor] | None,
+    grade: Tensor | None,
     n: int,
-) -> tuple[PhysicsState, Tensor]:
+) -> tuple[Tensor, Tensor]:
     """Run ``n`` substeps with friction held, then detect faults and freeze faulted cars.
 
     A car is faulted when any speed is non-finite or beyond the runaway limits of the params, or
     when it was faulted already; its state is reset to the (finite) state at the chunk start.
 
+    Args:
+        c: constants from :func:`~gym_s3.vehicle.constants.build_constants`.
+        packed: ``(17, N)`` state from :func:`pack_state`.
+        cmd: ``(3, N)`` actuator targets (rows of :class:`Commands`).
+        mu: ``(4, N)`` peak friction under each wheel [-].
+        grade: optional ``(2, N)`` gravity along body x and y [m/s^2].
+        n: number of substeps.
+
     Returns:
-        The new state, with yaw wrapped to [-pi, pi), and the world contact points
+        The new packed state, with yaw wrapped to [-pi, pi), and the world contact points
         ``(N, 4, 2)`` [m] at which friction is read next.
     """
-    new = s
+    start = unpack_state(packed)
+    commands = Commands(cmd[0], cmd[1], cmd[2])
+    grade_xy = None if grade is None else (grade[0], grade[1])
+    new = start
     for _ in range(n):
-        new = substep(c, new, cmd, mu, grade)
+        new = substep(c, new, commands, mu, grade_xy)
     ok = (
         (new.vx * new.vx + new.vy * new.vy < c.fault_speed2)
         & (new.yaw_rate.abs() < c.fault_yaw_rate)
         & (new.omega.abs().amax(0) < c.fault_wheel_speed)
     )
-    fault = s.fault | ~ok
-    new = new._replace(yaw=torch.remainder(new.yaw + math.pi, 2 * math.pi) - math.pi)
-
-    def keep(old: Tensor, value: Tensor) -> Tensor:
-        return torch.where(fault, torch.nan_to_num(old, nan=0.0, posinf=0.0, neginf=0.0), value)
-
-    frozen = PhysicsState(*(keep(o, v) for o, v in zip(s[:-1], new[:-1], strict=True)), fault)
-    return frozen, contact_points(c, frozen.x, frozen.y, frozen.yaw)
+    fault = start.fault | ~ok
+    new = new._replace(yaw=torch.remainder(new.yaw + math.pi, 2 * math.pi) - math.pi, fault=fault)
+    kept = torch.nan_to_num(packed[:-1], nan=0.0, posinf=0.0, neginf=0.0)
+    out = torch.cat((torch.where(fault, kept, pack_state(new)[:-1]), fault.to(packed.dtype)[None]))
+    frozen = unpack_state(out)
+    return out, contact_points(c, frozen.x, frozen.y, frozen.yaw)
