@@ -22,6 +22,7 @@ import numpy as np
 from gymnasium.vector import VectorWrapper
 
 from gym_s3._optional import require
+from gym_s3.envs.gif import write_gif
 from gym_s3.errors import ConfigError
 
 
@@ -101,11 +102,8 @@ class _GifRecorder:
         frames = self.frames.pop(i, [])
         if len(frames) < 2:
             return
-        from moviepy import ImageSequenceClip
-
         path = self.folder / f"{self.prefix}-env{i}-episode{episode}.gif"
-        ImageSequenceClip(frames, fps=self.fps).write_gif(str(path), logger=None)
-        self.written.append(path)
+        self.written.append(write_gif(frames, path, fps=self.fps))
 
     def close(self) -> None:
         """Write the episodes still being recorded."""

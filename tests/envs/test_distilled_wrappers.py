@@ -85,3 +85,16 @@ def test_recorder_needs_rgb_array_and_valid_indices(small_kwargs, tmp_path):
     env = S3DistilledBatchEnv(num_envs=2, render_mode="rgb_array", **small_kwargs)
     with pytest.raises(ConfigError, match="env_indices"):
         RecordEpisodeGif(env, tmp_path, env_indices=[2])
+
+
+def test_write_gif_round_trip_and_bad_frames(tmp_path):
+    """write_gif stores every frame; empty or non-RGB frame lists are refused."""
+    from gym_s3.envs.gif import write_gif
+
+    frames = np.stack([np.full((16, 24, 3), 20 * i, dtype=np.uint8) for i in range(6)])
+    path = write_gif(frames, tmp_path / "sub" / "clip.gif", fps=10)
+    assert path.is_file() and _gif_frames(path) == 6
+    with pytest.raises(ConfigError, match="at least one frame"):
+        write_gif([], tmp_path / "empty.gif")
+    with pytest.raises(ConfigError, match="RGB"):
+        write_gif(np.zeros((3, 8, 8)), tmp_path / "gray.gif")
