@@ -39,7 +39,6 @@ from gym_s3.envs.faces import (
     check_render_envs,
     check_render_mode,
     check_reset_options,
-    is_episode_key,
     make_config,
     parse_autoreset,
     torch_infos,
@@ -53,6 +52,8 @@ from gym_s3.spec import (
     single_action_space,
     single_observation_space,
 )
+from gym_s3.tracks.path import ReferencePath
+from gym_s3.tracks.surfaces import SurfaceLayout
 
 __all__ = [
     "S3DistilledBatchEnv",
@@ -88,9 +89,10 @@ class S3DistilledEnv(gym.Env):
     """One car of ``S3Distilled-v0`` as a standard :class:`gymnasium.Env` (numpy in and out).
 
     Observation ``Box((F,), float32)`` and action ``Box(-1, 1, (2,), float32)`` from
-    :mod:`gym_s3.spec`. ``info`` holds the reward terms (``reward/<term>``), the tracking
-    errors, the termination reasons and, on the last step of an episode, ``episode/<metric>``
-    summaries, as Python scalars (``wheel_mu`` as a ``(4,)`` array).
+    :mod:`gym_s3.spec`. ``info`` holds the reward terms (``reward/<term>``), the pose and
+    tracking errors, the termination reasons and the ``episode/<metric>`` summaries of the
+    episode so far (final on its last step), as Python scalars (``wheel_mu`` as a ``(4,)``
+    array). :attr:`reference` and :attr:`layout` describe the current episode.
 
     Args:
         render_mode: ``None`` or ``"rgb_array"``.
@@ -122,16 +124,23 @@ class S3DistilledEnv(gym.Env):
     def step(self, action):
         """Advance the car by 0.05 s; see :mod:`gym_s3.envs.actions` for action rules."""
         out = self.core.step(action, allow_flat=True)
-        terminated = bool(out.terminated[0])
-        truncated = bool(out.truncated[0])
-        done = terminated or truncated
         info: dict[str, Any] = {}
         for key, value in out.info.items():
-            if is_episode_key(key) and not done:
-                continue
             row = value[0]
             info[key] = _numpy(row) if row.ndim else row.item()
+        terminated, truncated = bool(out.terminated[0]), bool(out.truncated[0])
         return _numpy(out.obs[0]), float(out.reward[0]), terminated, truncated, info
+
+    @property
+    def reference(self) -> ReferencePath:
+        """The reference path of the current episode."""
+        variant = int(self.core.task.variant[0])
+        return self.core.paths[int(self.core.pool.variant_path[variant])]
+
+    @property
+    def layout(self) -> SurfaceLayout:
+        """The surface layout of the current episode."""
+        return self.core.pool.layouts[int(self.core.task.variant[0])]
 
     def render(self):
         """``(H, W, 3)`` uint8 top-down frame of the car (``render_mode="rgb_array"``)."""

@@ -74,7 +74,9 @@ def test_single_env_returns_fresh_numpy_arrays(small_kwargs):
     assert env.observation_space.contains(obs0) and env.observation_space.contains(obs1)
     assert isinstance(reward, float) and isinstance(terminated, bool)
     assert isinstance(info["reward/progress"], float)
-    assert not any(k.startswith("episode/") for k in info)  # summaries only when done
+    assert info["episode/steps"] == 1.0  # running summary of the episode so far
+    assert env.unwrapped.reference.num_samples > 2
+    assert env.unwrapped.layout in env.unwrapped.core.pool.layouts
 
 
 def test_batched_env_returns_torch_tensors(small_kwargs):
