@@ -103,6 +103,9 @@ class DistilledCore:
         self.obs = torch.zeros(n, self.observation_size, device=dev)
         self.episode_id = torch.full((n,), -1, dtype=torch.int64, device=dev)
         self._started = False
+        # On the CPU, where reading a mask costs nothing, the backend's start states are built for
+        # the reset cars only (learned backends prefill their caches with a window forward).
+        self._subset_resets = self.device.type == "cpu"
         self._step_fn = self._step_impl
         self._reset_fn = self._reset_impl
         if config.compile:
@@ -169,12 +172,26 @@ class DistilledCore:
         pose = torch.stack([start.x, start.y, start.yaw], dim=-1)
         ego = EgoState(start.x, start.y, start.yaw, start.speed, zero, zero)
         mu = self.task.wheel_friction(ego)
-        fresh = self.backend.initial_state(pose, start.speed, mu)
-        self.state = self.state.where(mask, fresh)
+        self.state = self._start_states(mask, pose, start.speed, mu)
         self.wheel_mu = torch.where(mask[:, None], mu, self.wheel_mu)
         self.episode_id = self.episode_id + mask.to(torch.int64)
         obs = self.task.observe(self.state.ego(), self.wheel_mu)
         return torch.where(mask[:, None], obs, self.obs)
+
+    def _start_states(self, mask: Tensor, pose: Tensor, speed: Tensor, mu: Tensor) -> BackendState:
+        """The backend state with the masked cars replaced by fresh start states.
+
+        Accelerators build start states for every car and select them with ``torch.where``
+        (no host synchronisation); the CPU builds them for the masked rows only and copies
+        them in (identical values).
+        """
+        if not self._subset_resets:
+            return self.state.where(mask, self.backend.initial_state(pose, speed, mu))
+        idx = mask.nonzero()[:, 0]
+        if idx.numel() == 0:
+            return self.state
+        fresh = self.backend.initial_state(pose[idx], speed[idx], mu[idx])
+        return _copy_rows(self.state, idx, fresh)
 
     def _check_mask(self, mask: Tensor) -> Tensor:
         """A reset mask as a ``(N,)`` bool tensor on the device (numpy accepted)."""
@@ -256,3 +273,21 @@ class DistilledCore:
         """Memory of the per-car tensors divided by N [bytes] (shared pool not included)."""
         total = sum(t.numel() * t.element_size() for t in self.car_tensors().values())
         return total / self.num_envs
+
+
+def _copy_rows(state: BackendState, idx: Tensor, rows: BackendState) -> BackendState:
+    """``state`` with rows ``idx`` ``(K,)`` replaced by the K rows of ``rows`` (new tensors)."""
+
+    def put(a: Tensor, b: Tensor) -> Tensor:
+        return a.index_copy(0, idx, b.to(a.dtype))
+
+    fault = state.fault
+    if fault is not None and rows.fault is not None:
+        fault = put(fault, rows.fault)
+    return BackendState(
+        pose=put(state.pose, rows.pose),
+        vel=put(state.vel, rows.vel),
+        history=put(state.history, rows.history),
+        extra={k: put(v, rows.extra[k]) for k, v in state.extra.items()},
+        fault=fault,
+    )

@@ -198,3 +198,28 @@ def test_oracle_observation_reports_ice_under_the_wheels(ice_kwargs, driver):
     assert seen_front_first
     assert torch.allclose(obs[1, mu], torch.full((4,), 0.1))
     assert torch.allclose(obs[2, mu], torch.ones(4))
+
+
+@pytest.mark.parametrize("backend", ["bicycle", "trans"])
+def test_cpu_subset_resets_equal_the_masked_all_rows_resets(small_kwargs, driver, backend):
+    """CPU start states built for the reset cars only equal the all-rows + where path exactly.
+
+    (Learned backends prefill their attention caches in the start state, so this matters.)
+    """
+    import warnings
+
+    from gym_s3 import dynamics
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # untrained weights are fine for an equivalence check
+        shared = dynamics.make(backend).requires_grad_(False)
+    envs = [S3DistilledBatchEnv(num_envs=12, max_episode_steps=4, backend=shared, **small_kwargs)
+            for _ in range(2)]  # fmt: skip
+    envs[1].core._subset_resets = False
+    obs = [env.reset(seed=9)[0] for env in envs]
+    for _ in range(10):
+        action = driver(obs[0])
+        obs = [env.step(action)[0] for env in envs]
+        assert torch.equal(obs[0], obs[1])
+        for key, value in envs[0].core.state.tensors().items():
+            assert torch.equal(value, envs[1].core.state.tensors()[key]), key
