@@ -29,7 +29,9 @@ class VehicleState:
         vx: ``(N,)`` forward body velocity [m/s].
         vy: ``(N,)`` leftward body velocity [m/s].
         yaw_rate: ``(N,)`` yaw rate, CCW positive [rad/s].
-        omega: ``(N, 4)`` wheel spin, positive when rolling forward [rad/s].
+        omega: ``(N, 4)`` wheel spin, positive when rolling forward [rad/s]. States from
+            :class:`~gym_s3.vehicle.VehicleModel` store it wheel-major (a transposed view, so use
+            ``reshape`` rather than ``view``).
         steer_angle: ``(N,)`` road-wheel steering angle, positive = left [rad].
         throttle: ``(N,)`` throttle actuator state in [0, 1].
         brake: ``(N,)`` brake actuator state in [0, 1].
@@ -159,7 +161,7 @@ class VehicleState:
 
     # --- dict round trip (logging, safetensors) ------------------------------------------------
     def to_dict(self, prefix: str = "") -> dict[str, Tensor]:
-        """Fields as ``{prefix + name: tensor}`` (contiguous, ready for safetensors)."""
+        """Fields as ``{prefix + name: tensor}``, each contiguous (ready for safetensors)."""
         return {prefix + k: getattr(self, k).contiguous() for k in self.field_names()}
 
     @classmethod

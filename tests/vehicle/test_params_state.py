@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 
 import pytest
+import safetensors.torch
 import torch
 
 from gym_s3.errors import ConfigError, DataFormatError
+from gym_s3.tracks.friction import UniformFriction
 from gym_s3.vehicle import GRAVITY, SEDAN, VehicleModel, VehicleParams, VehicleState
 
 
@@ -85,6 +88,18 @@ def test_where_index_clone_cat_and_dict_round_trip() -> None:
         assert torch.equal(getattr(restored, name), getattr(a, name)), name
     moved = a.to(dtype=torch.float64)
     assert moved.dtype == torch.float64 and moved.fault.dtype == torch.bool
+
+
+def test_stepped_state_round_trips_through_safetensors(tmp_path: pathlib.Path) -> None:
+    """A state returned by step() saves to and loads from safetensors unchanged."""
+    model = VehicleModel()
+    state = model.initial_state(torch.zeros(3), 0.0, 0.0, speed=10.0)
+    state = model.step(state, torch.tensor([[0.2, 0.5, 0.0]] * 3), UniformFriction(0.7))
+    path = tmp_path / "state.safetensors"
+    safetensors.torch.save_file(state.to_dict(prefix="vehicle."), str(path))
+    loaded = VehicleState.from_dict(safetensors.torch.load_file(str(path)), prefix="vehicle.")
+    for name in VehicleState.field_names():
+        assert torch.equal(getattr(loaded, name), getattr(state, name)), name
 
 
 def test_from_dict_reports_missing_and_misshapen_fields() -> None:
