@@ -14,6 +14,10 @@ batched and free of host synchronisation on accelerators:
 The faces (:mod:`gym_s3.envs.distilled`, :mod:`gym_s3.envs.vector`,
 :mod:`gym_s3.adapters.torchrl`) only convert types and apply their autoreset convention through
 :meth:`DistilledCore.autoreset`.
+
+On the CPU, where reading a mask costs nothing, two shortcuts apply (same results): a step in which
+no car finished skips the autoreset, and backend start states (which learned backends prefill with
+a window forward) are built for the reset cars only.
 """
 
 from __future__ import annotations
