@@ -239,9 +239,15 @@ def teleport(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
 
 def update_scenario(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
     """``UpdateScenario``: ``{vid: {pos, dir, up, vel}}`` of the requested existing vehicles."""
-    vids = msg.get("vehicles") or []
+    vids = msg.get("vehicles")
+    if not isinstance(vids, list):
+        raise RequestValueError("UpdateScenario: field 'vehicles' must be a list of vehicle ids")
     world = ctx.world
-    states = {vid: sensors.vehicle_update(world, vid) for vid in vids if world.has_vehicle(vid)}
+    states = {
+        vid: sensors.vehicle_update(world, vid)
+        for vid in vids
+        if isinstance(vid, str) and world.has_vehicle(vid)
+    }
     return {"type": "ScenarioUpdate", "vehicles": states}
 
 
@@ -265,11 +271,16 @@ def queue_lua_ge(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
 def create_cube(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
     """``CreateCube``: a cube whose material may make it a friction patch."""
     material = msg.get("material")
+    name, pos, size = (
+        str_field(msg, "name"),
+        vector_field(msg, "pos", 3),
+        vector_field(msg, "size", 3),
+    )
+    rot = None if msg.get("rot") is None else vector_field(msg, "rot", 4)
     try:
         cube = Cube.from_request(
-            str_field(msg, "name"), msg.get("pos"), msg.get("size"), msg.get("rot"),
-            material if isinstance(material, str) else None,
-        )  # fmt: skip
+            name, pos, size, rot, material if isinstance(material, str) else None
+        )
     except (ConfigError, ValueError, TypeError) as exc:
         raise RequestValueError(f"CreateCube: {exc}") from exc
     ctx.world.add_cube(cube)
