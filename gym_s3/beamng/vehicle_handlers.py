@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from gym_s3.beamng.server import RequestContext
 
 LOGGER = logging.getLogger(__name__)
+#: largest forward speed ``SetVelocity`` accepts [m/s] (720 km/h, beyond any road vehicle)
+MAX_SET_SPEED = 200.0
 
 
 def control(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
@@ -68,8 +70,17 @@ def recover(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
 
 
 def set_velocity(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
-    """``SetVelocity``: forward speed set at once (BeamNG ramps it over ``dt``)."""
-    ctx.world.set_speed(vehicle_id(ctx), number_field(msg, "velocity"))
+    """``SetVelocity``: forward speed set at once (BeamNG ramps it over ``dt``).
+
+    Speeds beyond :data:`MAX_SET_SPEED` are refused: a finite but absurd speed (``1e308``)
+    overflowed the wheel spin to ``inf`` and poisoned the physics.
+    """
+    speed = number_field(msg, "velocity")
+    if abs(speed) > MAX_SET_SPEED:
+        raise RequestValueError(
+            f"SetVelocity: velocity must be within +-{MAX_SET_SPEED:g} m/s, got {speed:g}"
+        )
+    ctx.world.set_speed(vehicle_id(ctx), speed)
     return {"type": "VelocitySet"}
 
 
