@@ -20,7 +20,13 @@ from gym_s3.beamng.fleet import Pose
 from gym_s3.beamng.frames import quat_to_yaw
 from gym_s3.beamng.ground import Cube
 from gym_s3.beamng.prefab import PrefabError, parse_prefab
-from gym_s3.beamng.protocol import PROTOCOL_VERSION, SERVER_NAME, RequestError, RequestValueError
+from gym_s3.beamng.protocol import (
+    PROTOCOL_VERSION,
+    SERVER_NAME,
+    RequestError,
+    RequestValueError,
+    short_repr,
+)
 from gym_s3.beamng.requests import (
     Handler,
     Reply,
@@ -152,7 +158,7 @@ def step(ctx: RequestContext, msg: dict[str, Any]) -> Reply | None:
     try:
         count = msg.get("count")
         if isinstance(count, bool) or not isinstance(count, int):
-            raise RequestValueError(f"Step: count must be an integer, got {count!r}")
+            raise RequestValueError(f"Step: count must be an integer, got {short_repr(count)}")
         ctx.world.step(count)
     except (RequestError, RequestValueError) as exc:
         if ack:
@@ -180,7 +186,9 @@ def fps_limit(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
     """``FPSLimit``: steps per simulated second (``Step{n}`` advances ``n / fps`` seconds)."""
     fps = msg.get("fps")
     if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not 1 <= fps <= 2000:
-        raise RequestValueError(f"FPSLimit: fps must be a number in [1, 2000], got {fps!r}")
+        raise RequestValueError(
+            f"FPSLimit: fps must be a number in [1, 2000], got {short_repr(fps)}"
+        )
     if fps != int(fps):
         raise RequestValueError(f"FPSLimit: the stand-in needs a whole number of fps, got {fps}")
     ctx.world.steps_per_second = int(fps)
@@ -262,9 +270,8 @@ def queue_lua_ge(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
     if isinstance(chunk, str) and ctx.world.run_lua(chunk):
         LOGGER.debug("%s: ground models set by Lua template", SERVER_NAME)
     else:
-        LOGGER.info(
-            "%s: GE Lua not executed (not the friction template): %.200r", SERVER_NAME, chunk
-        )
+        shown = short_repr(chunk)
+        LOGGER.info("%s: GE Lua not executed (not the friction template): %s", SERVER_NAME, shown)
     return {"type": "ExecutedLuaChunkGE"}
 
 

@@ -9,6 +9,7 @@ used here. Everything sent goes through :func:`to_wire` first, so numpy and torc
 
 from __future__ import annotations
 
+import reprlib
 import socket
 import struct
 from collections.abc import Mapping
@@ -30,6 +31,9 @@ SERVER_NAME = "sim2sim2sim open stand-in (not BeamNG)"
 
 _HEADER = struct.Struct("!I")
 _RECV_CHUNK = 1 << 16
+_SHORT_CHARS = 80
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, _SHORT_CHARS, _SHORT_CHARS
 
 
 class FrameError(S3Error, ValueError):
@@ -63,6 +67,18 @@ def to_wire(obj: Any) -> Any:
         f"cannot send a {type(obj).__name__} over the BeamNG protocol; convert it to numbers, "
         "strings, lists or dicts first"
     )
+
+
+def short_repr(value: Any) -> str:
+    """A bounded ``repr`` of a request value, for error replies and log lines.
+
+    Request values are untrusted: a 16 MiB string or a list nested a thousand deep would make
+    ``repr`` huge or raise ``RecursionError``. Long strings are cut, nesting below three levels
+    is shown as ``...``.
+    """
+    if isinstance(value, (str, bytes)) and len(value) > _SHORT_CHARS:
+        return f"{value[:_SHORT_CHARS]!r}... ({len(value)} long)"
+    return _REPR.repr(value)
 
 
 def encode_frame(message: Mapping[str, Any]) -> bytes:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gym_s3.beamng.frames import quat_to_yaw
-from gym_s3.beamng.protocol import RequestError, RequestValueError
+from gym_s3.beamng.protocol import RequestError, RequestValueError, short_repr
 
 if TYPE_CHECKING:
     from gym_s3.beamng.server import RequestContext
@@ -87,7 +87,10 @@ def poll_sensors(
         kind = request.get("type") if isinstance(request, dict) else None
         builder = table.get(kind) if isinstance(kind, str) else None
         if builder is None:
-            ctx.server.unknown_requests.append(f"{ctx.conn.kind} SensorRequest:{kind}")
-            raise RequestError(f"sensor type {kind!r} ({name!r}) is not simulated by the stand-in")
+            shown = short_repr(kind)
+            ctx.server.record_unknown(f"{ctx.conn.kind} SensorRequest:", kind)
+            raise RequestError(
+                f"sensor type {shown} ({short_repr(name)}) is not simulated by the stand-in"
+            )
         data[name] = builder(ctx.world, vid if vid is not None else str(request.get("vehicle")))
     return data

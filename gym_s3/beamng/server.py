@@ -38,6 +38,7 @@ from gym_s3.beamng.protocol import (
     RequestValueError,
     encode_frame,
     read_frame,
+    short_repr,
 )
 from gym_s3.beamng.world import World
 from gym_s3.errors import ConfigError, S3Error
@@ -47,6 +48,8 @@ _JOIN_TIMEOUT_S = 2.0
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: ``_id`` values echoed in replies (anything else is refused without running the request)
 _SCALAR_ID_TYPES = (bool, int, float, str, bytes)
+#: most entries of :attr:`StandInServer.unknown_requests`
+MAX_UNKNOWN_RECORDED = 256
 
 
 class StrictModeError(S3Error, AssertionError):
@@ -169,7 +172,8 @@ class StandInServer:
         self.max_frame_bytes = max_frame_bytes
         self.world = World(world_config or WorldConfig())
         self.world.on_vehicle_removed = self._on_vehicle_removed
-        #: ``"<GE|VE> <type>"`` of every unknown request seen (always recorded; fatal if strict)
+        #: ``"<GE|VE> <type>"`` of the unknown requests seen, each once (always recorded; fatal
+        #: if strict); at most :data:`MAX_UNKNOWN_RECORDED` entries, so garbage cannot grow it
         self.unknown_requests: list[str] = []
         self.lock = threading.RLock()
         self._ids = itertools.count(1)
@@ -265,6 +269,17 @@ class StandInServer:
         """Number of open sockets of vehicle ``vid``."""
         return sum(1 for conn in self._connections.values() if conn.vid == vid)
 
+    def record_unknown(self, prefix: str, value: Any) -> None:
+        """Remember an unknown request or sensor type once (see :attr:`unknown_requests`).
+
+        Args:
+            prefix: what it was, e.g. ``"GE "`` or ``"VE SensorRequest:"``.
+            value: the type as received (any msgpack value; shown cut to 100 characters).
+        """
+        what = (prefix + (value if isinstance(value, str) else short_repr(value)))[:100]
+        if len(self.unknown_requests) < MAX_UNKNOWN_RECORDED and what not in self.unknown_requests:
+            self.unknown_requests.append(what)
+
     def connection_count(self) -> int:
         """Number of open client connections (GE and vehicle sockets)."""
         return len(self._connections)
@@ -358,8 +373,8 @@ class StandInServer:
             return encode_frame(reply)
         except (TypeError, ValueError, OverflowError, RecursionError):
             LOGGER.exception(
-                "%s: the reply to %s %.100r cannot be encoded", SERVER_NAME, conn.kind,
-                message.get("type"),
+                "%s: the reply to %s %s cannot be encoded", SERVER_NAME, conn.kind,
+                short_repr(message.get("type")),
             )  # fmt: skip
             error = {"bngError": f"{SERVER_NAME} internal error: the reply could not be encoded"}
             return encode_frame({**error, "_id": reply["_id"]} if "_id" in reply else error)
@@ -378,11 +393,12 @@ class StandInServer:
         handler = table.get(mtype) if isinstance(mtype, str) else None
         reply: dict[str, Any] | None
         if handler is None:
-            self.unknown_requests.append(f"{conn.kind} {mtype}")
+            shown = short_repr(mtype)
+            self.record_unknown(f"{conn.kind} ", mtype)
             level = logging.ERROR if self.strict else logging.WARNING
-            LOGGER.log(level, "%s: unknown %s request %r", SERVER_NAME, conn.kind, mtype)
+            LOGGER.log(level, "%s: unknown %s request %s", SERVER_NAME, conn.kind, shown)
             reply = {
-                "bngError": f"The request {mtype!r} was not handled by the {SERVER_NAME}"
+                "bngError": f"The request {shown} was not handled by the {SERVER_NAME}"
                 + (" (strict mode)." if self.strict else ".")
             }
         else:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from gym_s3.beamng import sensors
 from gym_s3.beamng.handlers import hello
-from gym_s3.beamng.protocol import SERVER_NAME, RequestError, RequestValueError
+from gym_s3.beamng.protocol import SERVER_NAME, RequestError, RequestValueError, short_repr
 from gym_s3.beamng.requests import Handler, Reply, number_field, poll_sensors, vehicle_id
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def control(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
     }
     gear = msg.get("gear")
     if gear is not None and (isinstance(gear, bool) or not isinstance(gear, int)):
-        raise RequestValueError(f"Control: gear must be an integer, got {gear!r}")
+        raise RequestValueError(f"Control: gear must be an integer, got {short_repr(gear)}")
     ctx.world.set_controls(vehicle_id(ctx), values, gear)
     return {"type": "Controlled"}
 
@@ -59,7 +59,7 @@ def ve_sensor_request(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
 
 def queue_lua_ve(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
     """``QueueLuaCommandVE``: logged and acknowledged, never executed."""
-    LOGGER.info("%s: vehicle Lua not executed: %.200r", SERVER_NAME, msg.get("chunk"))
+    LOGGER.info("%s: vehicle Lua not executed: %s", SERVER_NAME, short_repr(msg.get("chunk")))
     return {"type": "ExecutedLuaChunkVE"}
 
 
@@ -87,7 +87,9 @@ def set_velocity(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
 def set_ai_mode(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
     """``SetAiMode``: only ``disabled`` exists in the stand-in."""
     if msg.get("mode") != "disabled":
-        raise RequestError(f"the {SERVER_NAME} has no AI driver (mode {msg.get('mode')!r})")
+        raise RequestError(
+            f"the {SERVER_NAME} has no AI driver (mode {short_repr(msg.get('mode'))})"
+        )
     return {"type": "AiModeSet"}
 
 
