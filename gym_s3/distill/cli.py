@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -127,13 +126,25 @@ def run_train(args: argparse.Namespace) -> int:
     overrides.update(seed=args.seed, device=args.device, progress=not args.no_progress)
     torch.manual_seed(args.seed)
     dataset = _load_dataset(args.dataset, args.val_fraction)
-    command = "s3 distill " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    command = _command(args, names)
     written = recipes.run(
         dataset, args.out, names, overrides=overrides, history=args.history, command=command
     )
     for name, path in written.items():
         print(f"{name}: {path}")
     return 0
+
+
+def _command(args: argparse.Namespace, names: list[str]) -> str:
+    """The ``s3 distill train`` command line equivalent to ``args`` (stored in checkpoints)."""
+    parts = ["s3", "distill", "train"]
+    parts += ["--all"] if args.all else [f"--backend={n}" for n in names]
+    for key in ("dataset", "out", "epochs", "batch_size", "batches_per_epoch", "lr", "patience",
+                "history", "horizon", "seed", "device", "val_fraction"):  # fmt: skip
+        value = getattr(args, key)
+        if value is not None:
+            parts.append(f"--{key.replace('_', '-')}={value}")
+    return " ".join(shlex.quote(p) for p in parts)
 
 
 def run_evaluate(args: argparse.Namespace) -> int:

@@ -178,26 +178,30 @@ def write_report(report: Mapping[str, Any], out_dir: str | Path, *, plots: bool 
 def print_tables(report: Mapping[str, Any], horizon: int = 20, console: Any = None) -> None:
     """Rich tables: every metric at every horizon, and position error per surface and label."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = console or Console()
     results = report["results"]
     horizons = [str(h) for h in report["horizons"]]
+    dt = report.get("dt") or 0.05
     table = Table(title="open-loop error (mean over held-out windows)")
     table.add_column("backend")
-    for metric, unit in report["metrics"].items():
-        for h in horizons:
-            table.add_column(f"{metric} [{unit}] @{h}", justify="right")
+    table.add_column("metric")
+    for h in horizons:
+        table.add_column(f"{h} steps ({int(h) * dt:g} s)", justify="right")
     for name, res in results.items():
-        cells = [f"{res['all'][m][h]:.4g}" for m in report["metrics"] for h in horizons]
-        table.add_row(name, *cells)
+        for metric, unit in report["metrics"].items():
+            cells = [f"{res['all'][metric][h]:.4g}" for h in horizons]
+            table.add_row(name, escape(f"{metric} [{unit}]"), *cells)
+        table.add_section()
     console.print(table)
     h = str(horizon) if str(horizon) in horizons else horizons[-1]
     for kind in ("surface", "label"):
         groups = sorted({g for res in results.values() for g in res if g.startswith(kind + ":")})
         if not groups:
             continue
-        t = Table(title=f"position error [m] at {h} steps per {kind}")
+        t = Table(title=escape(f"position error [m] at {h} steps per {kind}"))
         t.add_column("backend")
         for g in groups:
             t.add_column(g.split(":", 1)[1], justify="right")

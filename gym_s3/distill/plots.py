@@ -8,10 +8,13 @@ from typing import Any
 
 
 def plot_report(report: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
-    """Error-vs-horizon plots: one figure for all windows, one per surface; returns the files.
+    """Write the two figures of a report; returns their paths.
 
-    Each figure has one panel per metric (position, heading, speed, yaw rate) with a line per
-    backend on log-log axes.
+    * ``error_vs_horizon.png``: one panel per metric (position, heading, speed, yaw rate), a line
+      per backend, over all held-out windows;
+    * ``position_error_per_surface.png``: position error vs horizon, one panel per base surface.
+
+    Both use log-log axes (horizon in seconds).
     """
     import matplotlib
 
@@ -20,30 +23,42 @@ def plot_report(report: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
 
     out = Path(out_dir)
     horizons = [int(h) for h in report["horizons"]]
-    dt = report.get("dt") or 0.05
+    seconds = [h * (report.get("dt") or 0.05) for h in horizons]
     results = report["results"]
-    groups = ["all"] + sorted({g for r in results.values() for g in r if g.startswith("surface:")})
-    files = []
-    for group in groups:
-        metrics = report["metrics"]
-        fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.4))
-        for ax, (metric, unit) in zip(axes, metrics.items(), strict=True):
-            for name, res in results.items():
-                if group not in res:
-                    continue
+
+    def panel(ax: Any, group: str, metric: str, unit: str, title: str) -> None:
+        for name, res in results.items():
+            if group in res:
                 ys = [max(res[group][metric][str(h)], 1e-9) for h in horizons]
-                ax.plot([h * dt for h in horizons], ys, marker="o", label=name)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("horizon [s]")
-            ax.set_ylabel(f"{metric} error [{unit}]")
-            ax.grid(True, which="both", alpha=0.3)
-        axes[0].legend()
-        title = "all held-out windows" if group == "all" else group.replace(":", ": ")
-        fig.suptitle(f"open-loop error vs horizon ({title})")
+                ax.plot(seconds, ys, marker="o", label=name)
+        ax.set(xscale="log", yscale="log", xlabel="horizon [s]", ylabel=f"{metric} [{unit}]")
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+
+    metrics = report["metrics"]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.4), squeeze=False)
+    for ax, (metric, unit) in zip(axes[0], metrics.items(), strict=True):
+        panel(ax, "all", metric, unit, f"{metric} error")
+    axes[0][0].legend()
+    fig.suptitle("open-loop error vs horizon, all held-out windows")
+    fig.tight_layout()
+    files = [out / "error_vs_horizon.png"]
+    fig.savefig(files[0], dpi=110)
+    plt.close(fig)
+
+    surfaces = sorted({g for r in results.values() for g in r if g.startswith("surface:")})
+    if surfaces:
+        cols = min(3, len(surfaces))
+        rows = -(-len(surfaces) // cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
+        for ax, group in zip(axes.flat, surfaces, strict=False):
+            panel(ax, group, "position", metrics["position"], group.split(":", 1)[1])
+        for ax in list(axes.flat)[len(surfaces) :]:
+            ax.set_visible(False)
+        axes[0][0].legend()
+        fig.suptitle("open-loop position error vs horizon per surface")
         fig.tight_layout()
-        path = out / f"error_vs_horizon_{group.replace(':', '_')}.png"
-        fig.savefig(path, dpi=110)
+        files.append(out / "position_error_per_surface.png")
+        fig.savefig(files[-1], dpi=110)
         plt.close(fig)
-        files.append(path)
     return files
