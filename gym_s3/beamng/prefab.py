@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gym_s3.beamng.frames import matrix_to_yaw
+from gym_s3.beamng.protocol import short_repr
 from gym_s3.errors import S3Error
 
 LOGGER = logging.getLogger(__name__)
@@ -88,11 +89,13 @@ def parse_prefab(text: str) -> Prefab:
         The vehicles and other objects.
 
     Raises:
-        PrefabError: a vehicle line is unreadable or lacks its model, position or rotation.
+        PrefabError: a vehicle line is unreadable, lacks its model, position or rotation, or
+            repeats the name of an earlier vehicle.
     """
     vehicles: list[PrefabVehicle] = []
     objects: list[PrefabObject] = []
     skipped = 0
+    seen: set[str] = set()
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
         if not line:
@@ -104,18 +107,30 @@ def parse_prefab(text: str) -> Prefab:
             LOGGER.info("prefab line %d is not JSON even leniently; skipped: %.120s", number, line)
             skipped += 1
             continue
-        cls = str(parsed.get("class", ""))
+        cls, name = (_text(parsed.get(key)) for key in ("class", "name"))
         if cls == "BeamNGVehicle":
-            vehicles.append(_vehicle(parsed, number))
+            vehicle = _vehicle(parsed, number)
+            if vehicle.name in seen:
+                raise PrefabError(f"prefab line {number}: a second vehicle named {vehicle.name!r}")
+            seen.add(vehicle.name)
+            vehicles.append(vehicle)
         else:
-            objects.append(PrefabObject(str(parsed.get("name", "")), cls, parsed))
+            objects.append(PrefabObject(name, cls, parsed))
     return Prefab(tuple(vehicles), tuple(objects), skipped)
+
+
+def _text(value: Any) -> str:
+    """A string field of a prefab line; anything else reads as empty.
+
+    Other values are never ``str()``-ed: a deeply nested one would make ``repr`` recurse too deep.
+    """
+    return value if isinstance(value, str) else ""
 
 
 def _parse_line(line: str) -> dict[str, Any] | None:
     try:
         value = json.loads(_TRAILING_COMMA_RE.sub(r"\1", line))
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: nesting beyond ~1000 levels
         return None
     return value if isinstance(value, dict) else None
 
@@ -140,11 +155,13 @@ def _vehicle(fields: dict[str, Any], number: int) -> PrefabVehicle:
 
 def _floats(value: Any, count: int, what: str) -> list[float]:
     if not isinstance(value, list) or len(value) != count:
-        raise PrefabError(f"{what} must be a list of {count} numbers, got {value!r}")
+        raise PrefabError(f"{what} must be a list of {count} numbers, got {short_repr(value)}")
     try:
         numbers = [float(v) for v in value]
     except (TypeError, ValueError) as exc:
-        raise PrefabError(f"{what} must be a list of {count} numbers, got {value!r}") from exc
+        raise PrefabError(
+            f"{what} must be a list of {count} numbers, got {short_repr(value)}"
+        ) from exc
     if not all(math.isfinite(v) for v in numbers):
-        raise PrefabError(f"{what} contains a non-finite number: {value!r}")
+        raise PrefabError(f"{what} contains a non-finite number: {short_repr(value)}")
     return numbers
