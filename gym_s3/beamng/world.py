@@ -37,6 +37,12 @@ LOGGER = logging.getLogger(__name__)
 _GROUND_MODEL_OF_SURFACE = {s.name: s.ground_model for s in SURFACES.values()}
 #: torch's OpenMP backend keeps ``set_num_threads`` per thread; other backends make it global
 _THREAD_LOCAL_TORCH_THREADS = "parallel backend: OpenMP" in torch.__config__.parallel_info()
+#: most vehicles the world holds at once (prefab and spawned); more are refused with bngError
+MAX_VEHICLES = 256
+#: most procedural objects (cubes and other meshes) at once; more are refused with bngError
+MAX_OBJECTS = 4096
+#: most scenarios kept from ``CreateScenario``; beyond it the oldest one not loaded is forgotten
+MAX_SCENARIOS = 256
 
 
 @dataclass(frozen=True)
@@ -194,8 +200,25 @@ class World:
 
     # ---------------------------------------------------------------------------- scenarios
     def create_scenario(self, level: str, name: str, prefab: Prefab, info: dict[str, Any]) -> str:
-        """Register a scenario; returns its path (re-creating a name replaces it)."""
+        """Register a scenario; returns its path (re-creating a name replaces it).
+
+        At most :data:`MAX_SCENARIOS` are kept (the oldest one not loaded is forgotten), so a
+        client making scenarios with ever new names cannot grow the server's memory.
+
+        Raises:
+            RequestError: the prefab has more than :data:`MAX_VEHICLES` vehicles.
+        """
+        if len(prefab.vehicles) > MAX_VEHICLES:
+            raise RequestError(
+                f"the scenario has {len(prefab.vehicles)} vehicles; the stand-in simulates at "
+                f"most {MAX_VEHICLES} at once"
+            )
         path = f"/levels/{level}/scenarios/{name}/{name}.json"
+        if path not in self.scenarios and len(self.scenarios) >= MAX_SCENARIOS:
+            oldest = next(
+                p for p in self.scenarios if self.scenario is None or p != self.scenario.path
+            )
+            del self.scenarios[oldest]
         self.scenarios[path] = ScenarioRecord(path, level, name, prefab, dict(info))
         return path
 
@@ -261,10 +284,16 @@ class World:
     def spawn(
         self, vid: str, model: str, pose: Pose, owner: int | None, options: dict[str, Any]
     ) -> bool:
-        """Spawn a transient vehicle; ``False`` if the id is taken."""
+        """Spawn a transient vehicle; ``False`` if the id is taken.
+
+        Raises:
+            RequestError: no scenario is loaded, or :data:`MAX_VEHICLES` vehicles exist already.
+        """
         self.require_scenario()
         if self.has_vehicle(vid):
             return False
+        if len(self.entries) >= MAX_VEHICLES:
+            raise RequestError(f"the stand-in simulates at most {MAX_VEHICLES} vehicles at once")
         self._add(vid, model, pose, owner, True, options)
         return True
 
@@ -381,16 +410,26 @@ class World:
         self._changed(surfaces=True)
         return True
 
-    def add_cube(self, cube: Cube) -> None:
-        """Place (or replace) a procedural cube."""
+    def _check_room(self, name: str) -> None:
+        """Raise :class:`RequestError` unless object ``name`` may be placed (scenario, count)."""
         self.require_scenario()
+        if name not in self.cubes and name not in self.objects:
+            if len(self.cubes) + len(self.objects) >= MAX_OBJECTS:
+                raise RequestError(
+                    f"the stand-in holds at most {MAX_OBJECTS} procedural objects at once; "
+                    "remove some with RemoveObject first"
+                )
+
+    def add_cube(self, cube: Cube) -> None:
+        """Place (or replace) a procedural cube (at most :data:`MAX_OBJECTS` objects)."""
+        self._check_room(cube.name)
         self.cubes[cube.name] = cube
         self.objects.pop(cube.name, None)
         self._changed(surfaces=True)
 
     def add_object(self, name: str, cls: str) -> None:
         """Record a procedural object that has no effect on friction."""
-        self.require_scenario()
+        self._check_room(name)
         self.objects[name] = cls
         self.cubes.pop(name, None)
         self._changed(surfaces=True)
