@@ -218,8 +218,8 @@ class CollectionSession:
         next_tick = time.perf_counter()
         while not self._quit and self.stats.steps < limit:
             self.step()
-            if self.config.realtime:
-                next_tick += CONTROL_DT_S
+            if self.config.realtime:  # a late step drops the debt: never a burst of fast steps
+                next_tick = max(next_tick + CONTROL_DT_S, time.perf_counter())
                 time.sleep(max(0.0, next_tick - time.perf_counter()))
         return self.stats
 

@@ -233,6 +233,11 @@ class DrivingDataset:
         keep = [e for e in self.episodes if self.session_split(e.meta.session_id) == name]
         return self._subset(keep)
 
+    def select_sessions(self, session_ids: Iterable[str]) -> DrivingDataset:
+        """The episodes of the given sessions (split membership and session indices are kept)."""
+        wanted = set(session_ids)
+        return self._subset([e for e in self.episodes if e.meta.session_id in wanted])
+
     def _subset(self, keep: Sequence[Episode]) -> DrivingDataset:
         rows = [torch.arange(e.start, e.stop) for e in keep]
         idx = torch.cat(rows) if rows else torch.zeros(0, dtype=torch.int64)

@@ -79,11 +79,11 @@ class GenerateConfig:
     track_weights: tuple[float, float, float] = (0.3, 0.45, 0.25)
     surfaces: tuple[str, ...] = SURFACE_NAMES
     layouts_per_surface: int = 2
-    patches: PatchConfig = field(default_factory=lambda: PatchConfig(count=(0, 4)))
+    patches: PatchConfig = field(default_factory=lambda: PatchConfig(count=(1, 6)))
     cars: int = 256
     waves: int = 1
     episode_s: float = 40.0
-    start_speed_fraction: tuple[float, float] = (0.3, 1.0)
+    start_speed_fraction: tuple[float, float] = (0.0, 1.0)
     start_lateral_m: float = 0.5
     off_track_margin_m: float = 5.0
     spin_heading_rad: float = 1.75
