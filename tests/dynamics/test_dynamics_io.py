@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import BACKENDS, build, random_rows
+from dynamics_helpers import BACKENDS, build, random_rows
 
 from gym_s3.dynamics import backend_names, default_checkpoint, load, save, state_from_window
 from gym_s3.errors import CheckpointError

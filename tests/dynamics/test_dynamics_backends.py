@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import BACKENDS, build, random_rows
+from dynamics_helpers import BACKENDS, build, random_rows
 
 from gym_s3.dynamics import backend_names, make, state_from_window
 from gym_s3.dynamics.base import BackendState

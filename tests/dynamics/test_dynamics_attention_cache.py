@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import build, random_rows
+from dynamics_helpers import build, random_rows
 
 from gym_s3.dynamics import state_from_window
 from gym_s3.dynamics.attention import SlidingWindowTransformer

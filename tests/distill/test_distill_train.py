@@ -6,7 +6,7 @@ import csv
 
 import pytest
 import torch
-from conftest import model_log, stats_of
+from distill_helpers import model_log, stats_of
 
 from gym_s3.distill.loss import rollout_loss
 from gym_s3.distill.train import TrainConfig, evaluate_loss, train

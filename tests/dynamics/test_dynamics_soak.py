@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import BACKENDS, random_rows
+from dynamics_helpers import BACKENDS, random_rows
 
 from gym_s3.dynamics import load, state_from_window
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest import model_log
+from distill_helpers import model_log
 
 from gym_s3.distill.evaluate import HORIZONS, evaluate, print_tables, window_errors, write_report
 from gym_s3.distill.windows import TensorWindows
