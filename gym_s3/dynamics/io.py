@@ -92,6 +92,10 @@ def load(
         device: device of the returned backend.
         backend: if given, refuse a checkpoint of another backend.
 
+    Returns:
+        The backend, with the checkpoint's metadata (config, dataset hash, training log) in its
+        ``checkpoint_meta`` attribute.
+
     Raises:
         CheckpointError: damaged, foreign, mismatched-spec or mismatched-model checkpoints.
     """

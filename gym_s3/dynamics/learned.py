@@ -76,9 +76,6 @@ class LearnedBackend(DynamicsBackend):
         state.extra = self.extra_from_history(state.history)
         return state
 
-    def _param_dtype(self) -> torch.dtype:
-        return next(self.parameters()).dtype
-
 
 def bounded(x: Tensor, bound: Tensor) -> Tensor:
     """Smoothly limit ``x`` to ``(-bound, bound)`` (``bound * tanh(x / bound)``, slope 1 at 0)."""
