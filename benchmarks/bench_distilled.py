@@ -4,7 +4,8 @@ For every backend and batch size N it times the env step the training faces run 
 same-step autoreset of the cars that finished; random actions drawn beforehand), eager and with
 ``torch.compile``, and prints medians. At ``--overhead-n`` (default 4096) it also times the bare
 backend forward (``backend.step`` on the same state) and prints the overhead ratio env step /
-backend forward, and the memory of the per-car tensors. Nothing is asserted.
+backend forward, and the memory of the per-car tensors; ``done`` is the mean number of cars that
+finished (and were reset) per timed step under the random actions. Nothing is asserted.
 
     python benchmarks/bench_distilled.py                      # all backends, eager + compile
     python benchmarks/bench_distilled.py --backends bicycle --sizes 4096 --compile off
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch import Tensor
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -44,6 +46,7 @@ class Result:
     compile_s: float = float("nan")
     forward_s: float = float("nan")
     bytes_per_env: float = float("nan")
+    done_per_step: float = float("nan")
 
     @property
     def steps_per_s(self) -> float:
@@ -89,10 +92,12 @@ def bench_one(
     gen = torch.Generator().manual_seed(0)
     actions = [(torch.rand(n, 2, generator=gen) * 2 - 1).to(dev) for _ in range(16)]
     k = [0]
+    finished: list[Tensor] = []
 
     def env_step() -> None:
         out = core.step(actions[k[0] % len(actions)])
         core.autoreset(out.done)
+        finished.append(out.done)
         k[0] += 1
 
     core.reset(seed=0)
@@ -104,7 +109,9 @@ def bench_one(
     compile_s = time.perf_counter() - start if compiled else float("nan")
     for _ in range(warmup):
         env_step()
+    finished.clear()
     result = Result(backend, n, compiled, _median_time(env_step, dev, repeats), compile_s)
+    result.done_per_step = float(torch.stack(finished).sum()) / len(finished)
     if forward:
         state, mu = core.state, core.wheel_mu
         be = core.backend
@@ -136,13 +143,13 @@ def print_row(r: Result) -> None:
     print(
         f"{r.backend:8} {r.n:6d} {'compile' if r.compiled else 'eager':8} "
         f"{r.step_s * 1e3:9.2f} {r.steps_per_s:11,.0f} {r.forward_s * 1e3:8.2f} "
-        f"{ratio:8.2f} {r.bytes_per_env:7.0f} {r.compile_s:9.1f}",
+        f"{ratio:8.2f} {r.bytes_per_env:7.0f} {r.compile_s:9.1f} {r.done_per_step:6.1f}",
         flush=True,
     )
 
 
 HEADER = (f"{'backend':8} {'N':>6} {'mode':8} {'step ms':>9} {'steps/s':>11} "
-          f"{'fwd ms':>8} {'overhead':>8} {'B/env':>7} {'compile s':>9}")  # fmt: skip
+          f"{'fwd ms':>8} {'overhead':>8} {'B/env':>7} {'compile s':>9} {'done':>6}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
