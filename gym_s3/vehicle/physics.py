@@ -64,10 +64,6 @@ class PhysicsState(NamedTuple):
     fault: Tensor
 
 
-#: Rows of the packed ``(17, N)`` state that crosses the (compiled) chunk boundary.
-STATE_ROWS = 17
-
-
 def pack_state(s: PhysicsState) -> Tensor:
     """Stack a state into one ``(17, N)`` tensor (``fault`` as 0.0 / 1.0).
 
