@@ -21,7 +21,7 @@ S = len(MU)
 DT = 0.05
 V_RAMP = 15.0  # [m/s]
 V_BRAKE = 20.0  # [m/s]
-RAMP_STEPS = 200  # 10 s steer ramp to full lock
+RAMP_STEPS = 150  # 7.5 s steer ramp to full lock
 BRAKE_STEPS = 60  # 3 s of full braking
 
 
@@ -60,7 +60,7 @@ def locked_decel() -> tuple[torch.Tensor, torch.Tensor]:
 def test_steady_lateral_acceleration_within_1_05_mu_g_on_every_surface() -> None:
     """A slow steer ramp to full lock at 15 m/s never exceeds 1.05 mu g of lateral acceleration.
 
-    It also reaches at least 0.6 mu g, so the bound is tested near the limit, not far below it.
+    It also reaches at least 0.85 mu g, so the bound is tested at the limit, not far below it.
     """
     model = VehicleModel(PARAMS, dtype=torch.float64)
     state = model.initial_state(torch.zeros(S, dtype=torch.float64), 0.0, 0.0, speed=V_RAMP)
@@ -71,7 +71,7 @@ def test_steady_lateral_acceleration_within_1_05_mu_g_on_every_surface() -> None
         ay_peak = torch.maximum(ay_peak, state.ay.abs())
     ratio = ay_peak / (MU * GRAVITY)
     assert bool((ratio <= 1.05).all()), f"peak a_y / (mu g) per surface: {ratio.tolist()}"
-    assert bool((ratio >= 0.6).all()), f"ramp did not approach the limit: {ratio.tolist()}"
+    assert bool((ratio >= 0.85).all()), f"ramp did not approach the limit: {ratio.tolist()}"
 
 
 @pytest.mark.parametrize("which", ["abs", "locked"])
