@@ -380,6 +380,7 @@ class StandInServer:
             return encode_frame({**error, "_id": reply["_id"]} if "_id" in reply else error)
 
     def _dispatch(self, conn: Connection, message: dict[str, Any]) -> dict[str, Any] | None:
+        """Run one request and build its reply (``None``: no reply is due)."""
         req_id = message.get("_id")
         if req_id is not None and not isinstance(req_id, _SCALAR_ID_TYPES):
             # beamngpy's _id is an integer counter; a nested or extension value could not be

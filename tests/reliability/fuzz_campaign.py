@@ -53,6 +53,7 @@ _KNOWN = set(GE_FIELDS) | set(VE_FIELDS)
 
 @st.composite
 def _unknown(draw: st.DrawFn) -> tuple[str, dict[Any, Any]]:
+    """A map whose ``type`` is no request type (or missing), for either socket."""
     mtype = draw(
         st.sampled_from(("hello", "HELLO", "Step ", "SpawnMeteor", "GetLevels", "SetGravity", ""))
         | st.text(max_size=16).filter(lambda t: t not in _KNOWN)

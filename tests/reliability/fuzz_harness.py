@@ -108,6 +108,7 @@ class _ListHandler(logging.Handler):
         self.sink = sink
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Record one ERROR line."""
         text = record.getMessage()
         if record.exc_info and record.exc_info[1] is not None:
             text += f" ({record.exc_info[1]!r:.300})"

@@ -66,6 +66,7 @@ _scalars: SearchStrategy[Any] = st.one_of(
 
 
 def _nested(depth: int) -> Any:
+    """``[[...[0]...]]`` with ``depth`` list levels."""
     value: Any = 0
     for _ in range(depth):
         value = [value]
@@ -131,6 +132,7 @@ def bad_lua_chunks(draw: st.DrawFn) -> str:
 
 
 def _vehicle_line(name: str, pos: list[float], extra: dict[str, Any]) -> str:
+    """One prefab line of a vehicle at ``pos`` [m], with ``extra`` fields overriding."""
     line = {
         "name": name,
         "class": "BeamNGVehicle",
@@ -283,6 +285,7 @@ VE_FIELDS: dict[str, dict[str, Field]] = {
 
 
 def _is_number(value: Any) -> bool:
+    """Finite int or float, not bool (the server's ``number_field`` rule)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     return isinstance(value, int) or math.isfinite(value)

@@ -41,10 +41,12 @@ from gym_s3.beamng.protocol import PROTOCOL_VERSION
 
 
 def _frame(body: bytes) -> bytes:
+    """``body`` with its correct length prefix."""
     return struct.pack("!I", len(body)) + body
 
 
 def _packb(value: Any) -> bytes:
+    """The msgpack bytes of ``value``, packed as beamngpy packs."""
     return msgpack.packb(value, use_bin_type=True)
 
 
@@ -170,6 +172,7 @@ class InterleaveCase:
 
 
 def _script(socket: str) -> st.SearchStrategy[ClientScript]:
+    """Client scripts of safe requests for one socket kind."""
     names_here = sorted(k for k, (sock, _) in SAFE_REQUESTS.items() if sock == socket)
     return st.builds(
         ClientScript,
@@ -213,6 +216,7 @@ _quats = st.one_of(quats, st.lists(hostile_numbers, min_size=4, max_size=4), hos
 
 
 def _op(socket: str, mtype: str, fields: dict[str, Any]) -> Any:
+    """``(socket, request)`` of type ``mtype`` with any subset of the hostile ``fields``."""
     return st.fixed_dictionaries({}, optional=fields).map(
         lambda msg: (socket, {"type": mtype, **msg})
     )

@@ -140,6 +140,7 @@ class RawClient:
         return reply
 
     def _recv_exactly(self, length: int) -> bytes | None:
+        """``length`` bytes, or ``None`` on EOF before the first (EOF later is a failure)."""
         chunks, remaining = [], length
         while remaining:
             try:

@@ -38,6 +38,7 @@ def default_report() -> CampaignReport:
 
 
 def _assert_bounded(report: CampaignReport) -> None:
+    """Memory, threads, connections, vehicles, recorded unknowns and idle CPU within bounds."""
     growth_mb = report.replay_growth / 2**20
     assert report.replay_growth < REPLAY_GROWTH_LIMIT, f"memory grew {growth_mb:.1f} MB"
     assert report.threads_after == ["standin-accept-GE"], report.threads_after

@@ -30,6 +30,7 @@ _CATEGORY = {c.key: c for c in CATEGORIES}
 
 
 def _start(config: WorldConfig = FUZZ_WORLD) -> Iterator[tuple[Harness, ServerWatch]]:
+    """Start a server with ``config`` and its fuzz harness; stop both afterwards."""
     server = StandInServer(world_config=config)
     server.start()
     harness = Harness(server)
@@ -50,6 +51,7 @@ def fuzzed() -> Iterator[tuple[Harness, ServerWatch]]:
 
 
 def _vehicle_line(name: str) -> str:
+    """A prefab line of vehicle ``name`` at the origin."""
     return msgpack_json(
         {"name": name, "class": "BeamNGVehicle", "position": [0, 0, 0], "jBeam": "etk800"}
     )
