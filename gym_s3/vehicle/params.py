@@ -71,7 +71,7 @@ class VehicleParams:
     The defaults are a plausible mid-size front-wheel-drive sedan (not one specific car),
     cross-checked against CommonRoad parameter set 2 (BMW 320i) and Liniger's full-size set; see
     ``vehicle-dynamics.md`` §2.4. Measured with this simulator (1 ms physics, ABS on, dry asphalt
-    mu = 1.0; reproduced by ``tests/vehicle/test_sedan_targets.py``):
+    mu = 1.0; reproduced by ``tests/vehicle/test_vehicle_sedan_targets.py``):
 
     * 0-100 km/h at full throttle: 7.9 s (target 7-10 s);
     * 100-0 km/h full braking, counted from the brake command (incl. the brake lag): 39.7 m
