@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 import torch
@@ -112,7 +112,7 @@ class VehicleState:
         return self
 
     # --- row-wise operations -------------------------------------------------------------------
-    def _map(self, fn) -> VehicleState:  # noqa: ANN001 - private helper taking (name, tensor)
+    def _map(self, fn: Callable[[str, Tensor], Tensor]) -> VehicleState:
         """Apply ``fn(name, tensor) -> tensor`` to every field."""
         return VehicleState(**{name: fn(name, getattr(self, name)) for name in self.field_names()})
 
