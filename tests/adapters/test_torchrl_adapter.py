@@ -95,7 +95,8 @@ def test_a_few_ppo_updates_on_the_native_adapter(small_kwargs):
     loss_fn = ClipPPOLoss(actor, critic, clip_epsilon=0.2, entropy_coeff=1e-3)
     optim = torch.optim.Adam(loss_fn.parameters(), lr=3e-4)
     before = [p.detach().clone() for p in loss_fn.parameters()]
-    collector = Collector(env, actor, frames_per_batch=n * horizon, total_frames=3 * n * horizon)
+    collector = Collector(env, actor, frames_per_batch=n * horizon, total_frames=3 * n * horizon,
+                          auto_register_policy_transforms=False)  # fmt: skip
     batches = 0
     for data in collector:
         assert data.batch_size == torch.Size([n, horizon])
