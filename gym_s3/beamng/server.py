@@ -103,7 +103,8 @@ class _Listener:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self.sock.bind((host, port))
-            self.sock.listen(16)
+            # a short backlog dropped SYNs of connection bursts: those clients waited 1 s each
+            self.sock.listen(socket.SOMAXCONN)
         except OSError:
             self.sock.close()
             raise
