@@ -7,6 +7,7 @@ unusable ``_id``), a server that keeps answering, and a world that stays finite 
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from collections.abc import Iterator
@@ -17,7 +18,14 @@ import pytest
 from fuzz_campaign import CATEGORIES, checked_run
 from fuzz_harness import FUZZ_WORLD, Harness, ServerWatch
 from fuzz_strategies import BASELINE_LEVEL, EGO, msgpack_json
-from fuzz_wire import RawClient, check_world_finite, pack
+from fuzz_wire import (
+    RawClient,
+    check_world_finite,
+    connection_threads,
+    pack,
+    rss_bytes,
+    wait_for_threads_gone,
+)
 
 from gym_s3.beamng import world as world_module
 from gym_s3.beamng.config import WorldConfig
@@ -188,3 +196,31 @@ def test_world_limits_on_vehicles_objects_and_scenarios(
         owner.request({**make, "name": f"s{i}", "prefab": _vehicle_line(EGO)})
     scenarios = harness.server.world.scenarios
     assert len(scenarios) == 3 and harness.server.world.scenario.path in scenarios
+
+
+def test_connection_bursts_are_accepted_at_once_and_leave_nothing_behind(
+    fuzzed: tuple[Harness, ServerWatch],
+) -> None:
+    """300 clients connecting back to back are accepted within 0.5 s each and all answered.
+
+    After they leave, their threads end, and a repeated burst does not grow memory. A 16-deep
+    accept backlog used to drop SYNs of such a burst (clients waited 1 s each).
+    """
+    harness, _ = fuzzed
+    baseline = connection_threads()
+    rss: list[int] = []
+    for _ in range(3):
+        clients, slowest = [], 0.0
+        for _ in range(300):
+            start = time.monotonic()
+            clients.append(RawClient(harness.port))
+            slowest = max(slowest, time.monotonic() - start)
+        for client in clients:
+            client.hello()
+        assert slowest < 0.5, f"a connect took {slowest:.2f} s"
+        for client in clients:
+            client.close()
+        wait_for_threads_gone(baseline)
+        gc.collect()
+        rss.append(rss_bytes())
+    assert rss[-1] - rss[1] < 10 * 2**20
