@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from gym_s3.errors import S3Error
+from gym_s3.errors import ConfigError, S3Error
 
 DESCRIPTION = (
     "Drive a car in BeamNG.tech or the open stand-in with a racing wheel, the keyboard or the "
@@ -124,6 +124,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="show the heads-up display window (default: on for wheel/keyboard)",
     )
+    rec.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads of the session and an in-process stand-in [count]; 1 is fastest "
+        "for one car",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -165,9 +172,14 @@ def _source(args: argparse.Namespace) -> Any:
 
 def run_collect(args: argparse.Namespace) -> int:
     """Run a collection session with the parsed options."""
+    import torch
+
     from gym_s3.envs.beamng import BeamNGConfig
     from wheel_collector.session import CollectionSession, SessionConfig
 
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
     human = args.device != "expert"
     sim = BeamNGConfig(host=args.host, port=args.port, standin=args.standin, level=args.level,
                        socket_timeout=args.timeout)  # fmt: skip

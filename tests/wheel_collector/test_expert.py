@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import pytest
 import torch
@@ -25,6 +26,14 @@ from wheel_collector.expert import (
 
 pytestmark = pytest.mark.timeout(180)
 QUIET = ExpertConfig(perturbations=PerturbationConfig.none())
+
+
+@pytest.fixture(autouse=True)
+def _restore_torch_threads() -> Iterator[None]:
+    """Undo ``torch.set_num_threads`` calls of the code under test (process-global state)."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
 
 
 def parked(track: TrackSide, s: torch.Tensor, speed: float = 10.0) -> EgoState:

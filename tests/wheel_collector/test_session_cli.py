@@ -8,10 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from gym_s3.data.dataset import DrivingDataset
 from gym_s3.data.recorder import JOURNAL_SUFFIX, read_journal, recover
@@ -19,6 +21,14 @@ from wheel_collector import cli
 
 pytestmark = pytest.mark.timeout(180)
 REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _restore_torch_threads() -> Iterator[None]:
+    """Undo ``torch.set_num_threads`` calls of the code under test (process-global state)."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
 
 
 def test_module_help_lists_options_with_units() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,14 @@ from wheel_collector.expert import ExpertConfig, ExpertInput, PerturbationConfig
 from wheel_collector.session import CollectionSession, SessionConfig, make_layout
 
 pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(autouse=True)
+def _restore_torch_threads() -> Iterator[None]:
+    """Undo ``torch.set_num_threads`` calls of the code under test (process-global state)."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
 
 
 def test_expert_session_logs_match_the_simulator(tmp_path: Path) -> None:
