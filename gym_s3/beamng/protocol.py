@@ -117,8 +117,14 @@ def decode_body(body: bytes) -> dict[str, Any]:
     return message
 
 
-def _recv_exactly(sock: socket.socket, length: int, *, at_boundary: bool) -> bytes | None:
-    """Read exactly ``length`` bytes; ``None`` on a clean EOF before the first byte of a frame."""
+def _recv_exactly(
+    sock: socket.socket, length: int, *, at_boundary: bool, stall_timeout: float | None
+) -> bytes | None:
+    """Read exactly ``length`` bytes; ``None`` on a clean EOF before the first byte of a frame.
+
+    With ``stall_timeout``, every read after the first byte of the frame waits at most that long
+    [s] (``TimeoutError``); the wait for the first byte stays unbounded.
+    """
     chunks: list[bytes] = []
     remaining = length
     while remaining:
@@ -130,38 +136,56 @@ def _recv_exactly(sock: socket.socket, length: int, *, at_boundary: bool) -> byt
                 f"connection closed in the middle of a frame ({length - remaining} of {length} "
                 "bytes received)"
             )
+        if stall_timeout is not None and at_boundary and not chunks:
+            sock.settimeout(stall_timeout)  # a frame has begun: the rest must keep coming
         chunks.append(chunk)
         remaining -= len(chunk)
     return b"".join(chunks)
 
 
-def read_frame(sock: socket.socket, max_bytes: int = MAX_FRAME_BYTES) -> dict[str, Any] | None:
+def read_frame(
+    sock: socket.socket, max_bytes: int = MAX_FRAME_BYTES, stall_timeout: float | None = None
+) -> dict[str, Any] | None:
     """Read and decode one frame from a blocking socket.
 
     Args:
         sock: a connected stream socket.
         max_bytes: largest accepted body [bytes].
+        stall_timeout: once a frame has begun, the longest wait for more of it [s]; ``None``
+            waits forever. Between frames the wait is never bounded (clients idle at will).
 
     Returns:
         The decoded message, or ``None`` when the peer closed the connection between frames.
 
     Raises:
-        FrameError: oversized or empty length prefix, truncated frame, or a body that is not a
-            msgpack map.
+        FrameError: oversized or empty length prefix, truncated or stalled frame, or a body
+            that is not a msgpack map.
         OSError: the socket failed.
     """
-    header = _recv_exactly(sock, HEADER_BYTES, at_boundary=True)
-    if header is None:
-        return None
-    (length,) = _HEADER.unpack(header)
-    if length == 0:
-        raise FrameError("frame with an empty body (length prefix 0)")
-    if length > max_bytes:
+    previous = sock.gettimeout()
+    try:
+        header = _recv_exactly(sock, HEADER_BYTES, at_boundary=True, stall_timeout=stall_timeout)
+        if header is None:
+            return None
+        (length,) = _HEADER.unpack(header)
+        if length == 0:
+            raise FrameError("frame with an empty body (length prefix 0)")
+        if length > max_bytes:
+            raise FrameError(
+                f"length prefix announces {length} bytes, more than the {max_bytes}-byte limit "
+                "(is this client speaking BeamNG's framing?)"
+            )
+        body = _recv_exactly(sock, length, at_boundary=False, stall_timeout=None)
+    except TimeoutError as exc:
         raise FrameError(
-            f"length prefix announces {length} bytes, more than the {max_bytes}-byte limit "
-            "(is this client speaking BeamNG's framing?)"
-        )
-    body = _recv_exactly(sock, length, at_boundary=False)
+            f"the frame stalled: no data for {stall_timeout} s in the middle of it"
+        ) from exc
+    finally:
+        if stall_timeout is not None:
+            try:
+                sock.settimeout(previous)
+            except OSError:  # closed meanwhile
+                pass
     assert body is not None  # at_boundary=False never returns None
     return decode_body(body)
 

@@ -10,9 +10,9 @@ one consistent world.
 Robustness rules: an unknown request type gets a ``bngError`` reply (``strict=True`` also records
 it, and :meth:`StandInServer.check` / leaving the ``with`` block raises); a request whose ``_id``
 is not a number or string (beamngpy sends an integer counter) gets a ``bngError`` without ``_id``
-and is not run; a frame that breaks the framing closes only that connection, with a log line;
-when every socket of a client is gone, the vehicles it created are released (despawned), so a
-crashed client leaves no cars behind.
+and is not run; a frame that breaks the framing, or stalls for ``stall_timeout`` in its middle,
+closes only that connection, with a log line; when every socket of a client is gone, the
+vehicles it created are released (despawned), so a crashed client leaves no cars behind.
 
 It is *not* BeamNG: it says so in ``GetSystemInfo``, in its log lines and on the command line.
 """
@@ -150,6 +150,9 @@ class StandInServer:
             ``bng.close()`` sends ``Quit`` even to a simulator it did not launch.
         world_config: physics and sensor settings of the simulated world.
         max_frame_bytes: largest accepted frame body [bytes].
+        stall_timeout: a connection that stops sending in the middle of a frame for this long is
+            closed [s], so a hung or hostile client cannot hold a server thread forever (between
+            frames a client may stay idle as long as it likes).
     """
 
     def __init__(
@@ -161,16 +164,22 @@ class StandInServer:
         exit_on_quit: bool = False,
         world_config: WorldConfig | None = None,
         max_frame_bytes: int = MAX_FRAME_BYTES,
+        stall_timeout: float = 30.0,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ConfigError(f"port must be in [0, 65535] (0 = any free port), got {port}")
         if max_frame_bytes < 1024:
             raise ConfigError(f"max_frame_bytes must be at least 1024, got {max_frame_bytes}")
+        if not 0 < stall_timeout < float("inf"):
+            raise ConfigError(
+                f"stall_timeout must be a finite number of seconds > 0, got {stall_timeout}"
+            )
         self.host = host
         self.requested_port = port
         self.strict = strict
         self.exit_on_quit = exit_on_quit
         self.max_frame_bytes = max_frame_bytes
+        self.stall_timeout = stall_timeout
         self.world = World(world_config or WorldConfig())
         self.world.on_vehicle_removed = self._on_vehicle_removed
         #: ``"<GE|VE> <type>"`` of the unknown requests seen, each once (always recorded; fatal
@@ -335,7 +344,7 @@ class StandInServer:
         try:
             while not self._stopped.is_set():
                 try:
-                    message = read_frame(conn.sock, self.max_frame_bytes)
+                    message = read_frame(conn.sock, self.max_frame_bytes, self.stall_timeout)
                 except FrameError as exc:
                     LOGGER.warning(
                         "%s: closing %s connection %d from %s: %s",
