@@ -224,3 +224,24 @@ def test_connection_bursts_are_accepted_at_once_and_leave_nothing_behind(
         gc.collect()
         rss.append(rss_bytes())
     assert rss[-1] - rss[1] < 10 * 2**20
+
+
+def test_a_stalled_frame_is_closed_but_an_idle_client_is_not() -> None:
+    """Half a header then silence is closed after ``stall_timeout``; idling between frames is not.
+
+    Before, a client that stopped in the middle of a frame held its server thread forever.
+    """
+    with StandInServer(world_config=FUZZ_WORLD, stall_timeout=0.3) as server:
+        baseline = connection_threads()
+        stalled, idle = RawClient(server.port), RawClient(server.port)
+        stalled.send_raw(b"\x00\x00")
+        start = time.monotonic()
+        assert stalled.recv_frame() is None  # closed by the server
+        assert 0.25 < time.monotonic() - start < 3.0
+        time.sleep(0.5)
+        idle.hello()
+        idle.close()
+        stalled.close()
+        wait_for_threads_gone(baseline)
+    with pytest.raises(ConfigError, match="stall_timeout"):
+        StandInServer(stall_timeout=0.0)
