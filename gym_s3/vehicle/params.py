@@ -74,8 +74,8 @@ class VehicleParams:
     mu = 1.0; reproduced by ``tests/vehicle/test_vehicle_sedan_targets.py``):
 
     * 0-100 km/h at full throttle: 7.9 s (target 7-10 s);
-    * 100-0 km/h full braking, counted from the brake command (incl. the brake lag): 39.7 m
-      (target <= 40 m; 50.1 m with ABS off);
+    * 100-0 km/h full braking, counted from the brake command (incl. the brake lag): 39.8 m
+      (target <= 40 m; 49.5 m with ABS off);
     * maximum lateral acceleration on a 10 s steer ramp at 20 m/s: 0.92 g (target 0.9-1.0 g;
       limited by the unloaded inner front wheel spinning through the open differential);
     * understeer gradient on steady 20 m/s circles up to 0.4 g: 2.4 deg/g (target 2-3 deg/g).
@@ -125,7 +125,7 @@ class VehicleParams:
     max_brake_torque: float = 6000.0  # total brake torque at full pedal [N m]
     brake_front_bias: float = 0.66  # front share of brake torque [-]
     abs_target_slip: float = 0.12  # slip ratio magnitude the ABS regulates to [-]
-    abs_min_speed: float = 2.0  # ABS inactive below this wheel forward speed [m/s]
+    abs_min_speed: float = 1.0  # ABS inactive below this wheel forward speed [m/s]
 
     # --- resistance ----------------------------------------------------------------------------
     drag_area: float = 0.66  # drag coefficient times frontal area C_d A [m^2]
@@ -138,7 +138,7 @@ class VehicleParams:
     max_steer_rate: float = 0.8  # road-wheel steering rate limit [rad/s]
     steer_time_constant: float = 0.08  # first-order lag of the steering actuator [s]
     throttle_time_constant: float = 0.15  # first-order lag of the throttle [s]
-    brake_time_constant: float = 0.05  # first-order lag of brake pressure [s]
+    brake_time_constant: float = 0.04  # first-order lag of brake pressure [s]
 
     # --- numerics and fault limits -------------------------------------------------------------
     slip_speed_floor: float = 1.0  # lower bound of the slip denominator [m/s]
