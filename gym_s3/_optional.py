@@ -10,10 +10,12 @@ from gym_s3.errors import MissingDependencyError
 #: optional module -> extra of the ``sim2sim2sim`` distribution that installs it
 EXTRAS: dict[str, str] = {
     "beamngpy": "beamng",
-    "pygame": "wheel",
+    "pygame": "render",
     "moviepy": "video",
     "torchrl": "rl",
     "tensordict": "rl",
+    "skrl": "skrl",
+    "tensorboard": "skrl",
 }
 
 

@@ -16,7 +16,9 @@ from path_helpers import make_circle, make_straight  # noqa: E402
 
 from gym_s3.tracks.path import ReferencePath  # noqa: E402
 
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# One intra-op thread: the tests use small tensors, for which thread hand-offs cost more than they
+# save (and results do not depend on the thread count).
+torch.set_num_threads(1)
 
 
 @pytest.fixture
