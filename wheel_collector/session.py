@@ -254,6 +254,7 @@ class CollectionSession:
         return reading
 
     def _handle_actions(self, reading: InputReading) -> None:
+        """Apply the button actions of a reading (quit, pause, reset)."""
         for action in reading.actions:
             if action == "quit":
                 self._quit = True
@@ -271,6 +272,7 @@ class CollectionSession:
             self.source.reset()
 
     def _observe(self, m: Measurement, *, reset: bool = False) -> None:
+        """Take a new measurement: unwrap the yaw and compute the track-side view."""
         if reset:
             self.track.forget()
             self._yaw = m.yaw
@@ -282,6 +284,7 @@ class CollectionSession:
                                             for v in (m.x, m.y, m.yaw)))  # fmt: skip
 
     def _check_episode_end(self) -> None:
+        """Reset the car when it left the road, finished a route or faulted; cut long episodes."""
         smp = self._sample
         assert smp is not None
         beyond = max(float(smp.d[0] - smp.width_left[0]), float(-smp.d[0] - smp.width_right[0]))
@@ -296,6 +299,7 @@ class CollectionSession:
 
     # ------------------------------------------------------------------ recording
     def _record(self, steer: float, accel: float, throttle: float, brake: float) -> None:
+        """Append the row of the current measurement and the command being applied."""
         if self._recorder is None:
             self._recorder = EpisodeRecorder(self.out_dir, self._meta(),
                                              flush_rows=self.config.flush_rows,
@@ -321,6 +325,7 @@ class CollectionSession:
         self.stats.recorded += 1
 
     def _meta(self) -> EpisodeMeta:
+        """Metadata of the next episode (its id is taken)."""
         meta = EpisodeMeta(
             session_id=self.session_id,
             episode_id=f"e{self._episode:03d}",
@@ -337,6 +342,7 @@ class CollectionSession:
         return meta
 
     def _finish(self, reason: str) -> None:
+        """Finish the running episode (if any) with ``reason``."""
         recorder, self._recorder = self._recorder, None
         if recorder is not None:
             path = recorder.finish(end_reason=reason)
@@ -345,6 +351,7 @@ class CollectionSession:
                 LOGGER.info("episode %s saved (%d rows, %s)", path.name, recorder.rows, reason)
 
     def _draw_hud(self, reading: InputReading, command: DriverCommand) -> None:
+        """Update the HUD (if any); a closed HUD window quits the session."""
         if self.hud is None or self._m is None or self._sample is None:
             return
         from wheel_collector.hud import HudState

@@ -99,6 +99,7 @@ class Measurement:
         """The one-car :class:`EgoState` ``(1,)`` float64."""
 
         def t(v: float) -> torch.Tensor:
+            """A ``(1,)`` float64 tensor."""
             return torch.tensor([v], dtype=torch.float64)
 
         return EgoState(t(self.x), t(self.y), t(self.yaw), t(self.v_long), t(self.v_lat),
@@ -163,6 +164,7 @@ class SimLink:
             return self.teleport(*self.start)
 
     def _build(self, bngpy: Any) -> None:
+        """Create, load and start the scenario; deterministic stepping, paused."""
         scenario = bngpy.Scenario(self.sim.level, "s3_collect", description="sim2sim2sim")
         vehicle = bngpy.Vehicle("ego", model=self.sim.vehicle_model)
         vehicle.sensors.attach("electrics", bngpy.sensors.Electrics())
@@ -198,6 +200,7 @@ class SimLink:
         self._stop_server()
 
     def _stop_server(self) -> None:
+        """Stop the in-process stand-in, if this link started one."""
         if self.server is not None:
             self.server.stop()
             self.server = None
@@ -253,6 +256,7 @@ class SimLink:
         return self._measure()
 
     def _measure(self) -> Measurement:
+        """Turn the polled ``State`` and ``Electrics`` into a :class:`Measurement`."""
         state = self.vehicle.state
         elec = self.vehicle.sensors["electrics"]
         x, y, z = (float(v) for v in state["pos"][:3])

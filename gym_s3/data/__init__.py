@@ -1,11 +1,16 @@
 """Driving logs: versioned schema, crash-safe recorder, datasets with windows and splits.
 
-* :mod:`gym_s3.data.schema`: columns, units and :class:`EpisodeMeta` (``SCHEMA_VERSION``);
-* :mod:`gym_s3.data.recorder`: :class:`EpisodeRecorder` (journal + atomic Parquet) and
-  :func:`recover` for journals left by a killed process;
-* :mod:`gym_s3.data.dataset`: :class:`DrivingDataset` (validation on load, split by session,
-  windows, normalisation statistics, content hash);
-* :mod:`gym_s3.data.generate`: ``s3 data generate`` (scripted expert x batched simulator).
+* :mod:`gym_s3.data.schema`: columns, units and :class:`~gym_s3.data.schema.EpisodeMeta`
+  (``SCHEMA_VERSION``); :mod:`gym_s3.data.files`: atomic Parquet writes, validation on read;
+* :mod:`gym_s3.data.recorder`: the crash-safe ``EpisodeRecorder`` (journal + atomic Parquet) and
+  ``recover`` for journals left by a killed process;
+* :mod:`gym_s3.data.dataset`: ``DrivingDataset`` (validation on load, split by session, windows,
+  normalisation statistics, content hash); :mod:`gym_s3.data.windows`: the window layout and
+  ``NormStats``; :mod:`gym_s3.data.labelling`: scenario labels of recorded driving;
+* :mod:`gym_s3.data.trackside`: Frenet coordinates, target speed and wheel friction computed from
+  the known path and layout (the same for every simulator);
+* :mod:`gym_s3.data.generate`: ``s3 data generate`` (scripted expert x batched simulator);
+  :mod:`gym_s3.data.summary` and :mod:`gym_s3.data.cli`: ``s3 data summary|validate|recover``.
 
 Importing this package is cheap; the submodules load pyarrow and torch when imported.
 """

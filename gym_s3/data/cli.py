@@ -119,6 +119,7 @@ def run_generate(args: argparse.Namespace) -> int:
             task = bar.add_task(f"driving {config.cars} cars x {config.waves} waves", total=None)
 
             def update(done: int, total: int) -> None:
+                """Forward generator progress to the bar."""
                 bar.update(task, completed=done, total=total)
 
             manifest = generate_dataset(args.out, config, args.seed, preset_name=args.preset,

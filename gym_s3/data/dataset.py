@@ -209,6 +209,7 @@ class DrivingDataset:
         return content_hash(zip(names, (e.digest for e in self.episodes), strict=True))
 
     def _name(self, path: Path) -> str:
+        """File name relative to the dataset root (for the content hash)."""
         root = self.root or (self._parent.root if self._parent else None)
         try:
             return path.relative_to(root).as_posix() if root else path.name
@@ -239,6 +240,7 @@ class DrivingDataset:
         return self._subset([e for e in self.episodes if e.meta.session_id in wanted])
 
     def _subset(self, keep: Sequence[Episode]) -> DrivingDataset:
+        """A dataset of the ``keep`` episodes, rows re-concatenated, sessions indexed as here."""
         rows = [torch.arange(e.start, e.stop) for e in keep]
         idx = torch.cat(rows) if rows else torch.zeros(0, dtype=torch.int64)
         episodes, start = [], 0
@@ -367,6 +369,7 @@ def _resolve(
 
 
 def _read_manifest(root: Path) -> dict | None:
+    """The ``{file: digest}`` table of ``root/manifest.json``, or ``None`` without one."""
     path = root / MANIFEST_NAME
     if not path.is_file():
         return None
@@ -380,6 +383,7 @@ def _read_manifest(root: Path) -> dict | None:
 
 
 def _check_manifest_entry(manifest: dict, root: Path | None, path: Path, sha: str) -> None:
+    """Raise :class:`DataFormatError` unless ``path`` is listed with digest ``sha``."""
     name = path.relative_to(root).as_posix() if root else path.name
     expected = manifest.get(name)
     if expected is None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -47,6 +47,9 @@ from gym_s3.tracks.surfaces import (
 )
 from gym_s3.vehicle import SEDAN, VehicleModel, VehicleState, controls_from_action
 
+if TYPE_CHECKING:  # pragma: no cover
+    from wheel_collector.expert_config import ExpertConfig
+
 #: Progress callback: ``(steps done, steps total)``.
 Progress = Callable[[int, int], None]
 
@@ -69,7 +72,7 @@ class GenerateConfig:
         start_lateral_m: start lateral offset ``U(-x, x)`` [m].
         off_track_margin_m: an episode ends this far beyond a road edge [m].
         spin_heading_rad: an episode ends at this heading error (spin-out) [rad].
-        expert: the expert driver (gains, noise, perturbations).
+        expert: the expert driver (gains, noise, perturbations); the defaults when ``None``.
         pool: speed-profile settings of the reference trajectories.
         threads: torch intra-op threads during generation (1 is fastest for these sizes).
     """
@@ -87,7 +90,7 @@ class GenerateConfig:
     start_lateral_m: float = 0.5
     off_track_margin_m: float = 5.0
     spin_heading_rad: float = 1.75
-    expert: Any = None
+    expert: ExpertConfig | None = None
     pool: PoolConfig = field(default_factory=PoolConfig)
     threads: int = 1
 
@@ -111,7 +114,7 @@ class GenerateConfig:
         if not self.episode_s >= 2 * CONTROL_DT_S:
             raise ConfigError(f"episode_s must be at least {2 * CONTROL_DT_S} s")
         if self.expert is None:
-            from wheel_collector.expert import ExpertConfig
+            from wheel_collector.expert_config import ExpertConfig
 
             object.__setattr__(self, "expert", ExpertConfig())
 
@@ -139,6 +142,7 @@ def preset(name: str, **overrides: Any) -> GenerateConfig:
 
 @contextmanager
 def _torch_threads(n: int) -> Iterator[None]:
+    """Run a block with ``n`` torch intra-op threads, restoring the previous count."""
     before = torch.get_num_threads()
     torch.set_num_threads(n)
     try:
@@ -210,6 +214,7 @@ class _Columns:
         self.data = {c.name: np.zeros((steps, n), dtype=c.dtype) for c in COLUMNS}
 
     def put(self, k: int, **values: Tensor) -> None:
+        """Store row ``k`` of every car from ``(N,)`` tensors."""
         for name, value in values.items():
             self.data[name][k] = value.detach().cpu().numpy()
 
@@ -328,6 +333,7 @@ def generate_dataset(
             done_before = wave * config.steps
 
             def tick(k: int, _: int, base: int = done_before) -> None:
+                """Report progress of the current wave as progress of the whole run."""
                 if progress is not None:
                     progress(base + k, total)
 

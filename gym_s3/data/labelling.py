@@ -39,6 +39,7 @@ def label_inputs(
     """
 
     def col(name: str) -> Tensor:
+        """Column ``name`` as a float32 tensor."""
         return torch.as_tensor(np.asarray(columns[name]), dtype=torch.float32)
 
     speed = col("v_long")

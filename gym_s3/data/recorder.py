@@ -151,11 +151,13 @@ class EpisodeRecorder:
         self.journal_path.unlink(missing_ok=True)
 
     def _sync(self) -> None:
+        """Flush the journal and ``fsync`` it."""
         assert self._file is not None
         self._file.flush()
         os.fsync(self._file.fileno())
 
     def _close(self) -> None:
+        """Close the stream writer and the journal file (idempotent)."""
         if self._file is None:
             return
         self._writer.close()
@@ -267,6 +269,7 @@ def recover(directory: str | Path) -> list[Recovered]:
 
 
 def _rows_of(path: Path) -> int:
+    """Rows of a Parquet file (from its footer)."""
     import pyarrow.parquet as pq
 
     return int(pq.ParquetFile(path).metadata.num_rows)

@@ -53,6 +53,7 @@ class Column:
 
 
 def _f(name: str, unit: str, description: str, nan_ok: bool = False) -> Column:
+    """A float32 column."""
     return Column(name, "float32", unit, description, nan_ok)
 
 

@@ -162,6 +162,7 @@ def save_plots(ds: DrivingDataset, out_dir: str | Path) -> list[Path]:
 
 
 def _save(fig: Any, path: Path) -> Path:
+    """Save and close a figure; returns its path."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout()

@@ -160,6 +160,7 @@ class NormStats:
         delta = y - x[:, 0:3]
 
         def ms(v: Tensor) -> tuple[Tensor, Tensor]:
+            """Mean and floored standard deviation over the rows of ``v``."""
             std = v.std(dim=0, unbiased=False).clamp(min=STD_FLOOR) if len(v) > 1 else None
             std = torch.ones(v.shape[1], dtype=v.dtype) if std is None else std
             return v.mean(dim=0).float(), std.float()

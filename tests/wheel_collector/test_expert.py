@@ -106,6 +106,7 @@ def test_same_seed_same_actions(putnam_pool: ScenarioPool) -> None:
     smp = track.measure(ego.x, ego.y, ego.yaw)
 
     def run(seed: int) -> torch.Tensor:
+        """Actions of 50 steps of an expert seeded with ``seed``."""
         expert = BatchedExpert(16, ExpertConfig(), seed=seed)
         return torch.stack([expert.act(ego, smp, track) for _ in range(50)])
 
