@@ -30,7 +30,7 @@ from gym_s3.data.dataset import MANIFEST_FORMAT, MANIFEST_NAME, content_hash, ep
 from gym_s3.data.files import EPISODE_SUFFIX, write_episode
 from gym_s3.data.labelling import episode_labels
 from gym_s3.data.recorder import episode_file_name
-from gym_s3.data.schema import SCHEMA_VERSION, EpisodeMeta, layout_to_dict
+from gym_s3.data.schema import COLUMNS, SCHEMA_VERSION, EpisodeMeta, layout_to_dict
 from gym_s3.data.trackside import TrackSide
 from gym_s3.errors import ConfigError
 from gym_s3.observations import EgoState
@@ -195,13 +195,15 @@ def _draw_variants(
     surface = (torch.arange(n) + wave) % len(names)
     group = torch.multinomial(w, n, replacement=True, generator=g)
     u = torch.rand(n, generator=g, dtype=torch.float64)
-    out = torch.empty(n, dtype=torch.int64)
+    out = torch.full((n,), -1, dtype=torch.int64)
     for i in range(3):
         for j in range(len(names)):
             ids = ((vgroup == i) & (vsurf == j)).nonzero().flatten()
             rows = (group == i) & (surface == j)
             if ids.numel():
                 out[rows] = ids[(u[rows] * ids.numel()).long().clamp(max=ids.numel() - 1)]
+    if bool((out < 0).any()):  # every track has every surface, so this means a broken pool
+        raise ConfigError("some cars found no variant of their track group and surface")
     return out
 
 
@@ -209,8 +211,6 @@ class _Columns:
     """Per-step column buffers ``(T, N)`` of a wave."""
 
     def __init__(self, steps: int, n: int) -> None:
-        from gym_s3.data.schema import COLUMNS
-
         self.data = {c.name: np.zeros((steps, n), dtype=c.dtype) for c in COLUMNS}
 
     def put(self, k: int, **values: Tensor) -> None:
