@@ -263,9 +263,9 @@ class CollectionSession:
             elif action == "reset":
                 self.reset_car()
 
-    def reset_car(self) -> None:
-        """Finish the episode and put the car back at the start (standing)."""
-        self._finish("reset")
+    def reset_car(self, reason: str = "reset") -> None:
+        """Finish the episode (``end_reason=reason``); put the car back at the start, standing."""
+        self._finish(reason)
         self.stats.resets += 1
         self._observe(self.link.teleport(*self.link.start), reset=True)
         if isinstance(self.source, StateObserver):
@@ -289,8 +289,10 @@ class CollectionSession:
         assert smp is not None
         beyond = max(float(smp.d[0] - smp.width_left[0]), float(-smp.d[0] - smp.width_right[0]))
         done = not bool(self.track.closed[0]) and float(smp.s[0]) >= float(self.track.length[0]) - 2
-        if beyond > self.config.off_track_m or done or (self._m is not None and self._m.fault):
-            self.reset_car()
+        fault = self._m is not None and self._m.fault
+        if beyond > self.config.off_track_m or done or fault:
+            self.reset_car("off_track" if beyond > self.config.off_track_m else
+                           "route_end" if done else "fault")  # fmt: skip
         elif (
             self._recorder is not None
             and self._recorder.rows * CONTROL_DT_S >= self.config.episode_s
