@@ -13,6 +13,7 @@ from gym_s3.data.dataset import DrivingDataset
 from gym_s3.envs.beamng import BeamNGConfig
 from gym_s3.errors import ConfigError
 from gym_s3.tracks import SURFACE_NAMES, get_track
+from wheel_collector.commands import DriverCommand, InputReading, InputStatus
 from wheel_collector.expert import ExpertConfig, ExpertInput, PerturbationConfig
 from wheel_collector.session import CollectionSession, SessionConfig, make_layout
 
@@ -74,3 +75,37 @@ def test_bad_session_config() -> None:
         SessionConfig(surface="lava")
     with pytest.raises(ConfigError, match="duration_s"):
         SessionConfig(duration_s=-1)
+
+
+class FullLockLeft:
+    """An input source holding full left lock and a little throttle (a driver leaving the road)."""
+
+    device_name = "full-lock"
+
+    def poll(self) -> InputReading:
+        """The constant command."""
+        command = DriverCommand(steer=-1.0, throttle=0.4, source="wheel")
+        return InputReading(command, InputStatus.CONNECTED, self.device_name)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def test_leaving_the_road_resets_the_car(tmp_path: Path) -> None:
+    """A car driven off the road ends its episode (off_track) and restarts standing at the start."""
+    config = SessionConfig(out_dir=str(tmp_path), track="putnam", off_track_m=0.5, duration_s=0,
+                           start_s=100.0, sim=BeamNGConfig(standin=True))  # fmt: skip
+    session = CollectionSession(config, FullLockLeft())
+    with session:
+        while session.stats.resets == 0 and session.stats.steps < 200:
+            session.step()
+        assert session.stats.resets == 1
+        m = session.measurement
+        assert abs(m.v_long) < 0.5  # standing again
+        assert (
+            abs(float(session._sample.s[0]) - 100.0) < 1.0
+            and abs(float(session._sample.d[0])) < 0.5
+        )
+    ds = DrivingDataset.load(tmp_path)
+    assert ds.episodes[0].meta.extra["end_reason"] == "off_track"
+    assert float(ds.columns["d"][ds.episodes[0].stop - 1]) > 4.5  # it was past the left edge
