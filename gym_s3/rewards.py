@@ -4,6 +4,10 @@
 what the policy is paid for. Units of the raw terms: progress [m], cross-track error [m], heading
 error [rad], speed error [m/s], action change [1]; the failure penalty is paid once, on the step
 that terminates an episode by leaving the road, spinning out or a non-finite state.
+
+The default weights make a step of reasonable tracking worth more than nothing (the ``alive``
+bonus outweighs typical penalties), so ending an episode early by failing never pays: with
+purely negative per-step rewards a policy learns to crash quickly to stop the penalties.
 """
 
 from __future__ import annotations
@@ -33,12 +37,12 @@ class RewardWeights:
     """
 
     progress: float = 0.1
-    cross_track: float = 0.15
+    cross_track: float = 0.2
     heading: float = 0.3
-    speed: float = 0.02
-    smoothness: float = 0.3
-    failure: float = 5.0
-    alive: float = 0.0
+    speed: float = 0.03
+    smoothness: float = 0.2
+    failure: float = 10.0
+    alive: float = 0.3
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -74,7 +74,7 @@ def test_reward_terms_sum_to_reward_and_signs():
         failed=torch.tensor([False, True]),
     )
     assert torch.allclose(reward, torch.stack(list(terms.values())).sum(0))
-    assert reward[0].item() == pytest.approx(w.progress)
+    assert reward[0].item() == pytest.approx(w.progress + w.alive)
     assert terms["failure"].tolist() == [0.0, -w.failure]
     assert terms["cross_track"][1].item() == pytest.approx(-2.0 * w.cross_track)
 

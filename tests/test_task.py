@@ -39,7 +39,7 @@ def test_reset_places_cars_on_path_within_noise():
 
 
 def test_perfect_tracking_earns_progress_without_penalties():
-    """A car exactly on the reference at target speed has ~0 errors and reward = progress term."""
+    """A car exactly on the reference at target speed has ~0 errors; reward = progress + alive."""
     task = TrackingTask(_pool(), 4)
     task.reset(torch.ones(4, dtype=torch.bool), torch.Generator().manual_seed(1))
     s = task.s + 1.5
@@ -48,7 +48,7 @@ def test_perfect_tracking_earns_progress_without_penalties():
     assert out.info["heading_error"].abs().max() < 1e-3
     assert out.info["speed_error"].abs().max() < 1e-3
     w = task.config.reward
-    assert torch.allclose(out.reward, torch.full((4,), 1.5 * w.progress), atol=1e-3)
+    assert torch.allclose(out.reward, torch.full((4,), 1.5 * w.progress + w.alive), atol=1e-3)
     assert not out.terminated.any() and not out.truncated.any()
     assert out.obs.shape == (4, 38) and torch.isfinite(out.obs).all()
 
