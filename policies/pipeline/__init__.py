@@ -1,0 +1,1 @@
+"""``s3 pipeline``: the whole Sim2Sim2Sim method in one command, with resumable stages."""

@@ -1,0 +1,70 @@
+"""``s3 pipeline``: collect, distil, train, validate and report in one command."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add ``s3 pipeline`` to the command line."""
+    from policies.pipeline.run import PRESETS
+
+    p = subparsers.add_parser(
+        "pipeline",
+        help="run the whole method: data, distillation, PPO, validation, report",
+        description="Run Sim2Sim2Sim end to end on the embedded default (no BeamNG needed): "
+        "generate expert driving data in the high-fidelity stand-in physics, distil the "
+        "dynamics backends, train PPO in S3Distilled-v0, validate in S3BeamNG-v0 on the open "
+        "stand-in (Putnam Park approximation, surfaces, ice patches) and write a report "
+        "(Markdown + HTML). Stages whose inputs are unchanged are reused; an interrupted run "
+        "resumes.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--preset", default="quick", choices=sorted(PRESETS),
+                   help="quick: < 20 min on a 2-core CPU, trains the bicycle, a short DDM and one "
+                   "short PPO policy and uses the shipped checkpoints for the rest; full: "
+                   "everything from scratch (meant for a GPU); tiny: seconds, for tests",
+                   )  # fmt: skip
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("s3_out/pipeline"),
+        help="output folder (stage folders, report.md, report.html)",
+    )
+    p.add_argument("--seed", type=int, default=None, help="seed of every stage (preset: 0)")
+    p.add_argument(
+        "--ppo-seconds",
+        type=float,
+        default=None,
+        help="wall-clock budget of each PPO run [s] (preset value if omitted)",
+    )
+    p.add_argument(
+        "--eval-max-steps",
+        type=int,
+        default=None,
+        help="cap on each validation run [steps of 50 ms] (preset value if omitted)",
+    )
+    p.add_argument(
+        "--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)"
+    )
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    import torch
+
+    from policies.pipeline.run import preset, run_pipeline
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    config = preset(args.preset, seed=args.seed, eval_max_steps=args.eval_max_steps)
+    if args.ppo_seconds is not None:
+        ppo = {**config.ppo_preset_overrides, "time_budget_s": args.ppo_seconds}
+        config = replace(config, ppo_preset_overrides=ppo)
+    report = run_pipeline(config, args.out)
+    print(f"open {report.with_suffix('.html')} in a browser")
+    return 0

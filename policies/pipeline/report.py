@@ -1,0 +1,191 @@
+"""The pipeline report: ``report.md`` and a self-contained-looking ``report.html`` beside it."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from policies.pipeline.run import PipelineConfig
+from policies.pipeline.stages import StageOutcome
+from policies.scorecard import build_scorecard, scorecard_markdown
+
+
+def _read(path: str | Path) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def _open_loop_table(report: Mapping[str, Any]) -> str:
+    horizons = [str(h) for h in report["horizons"]]
+    dt = report.get("dt") or 0.05
+    head = "| backend | metric | " + " | ".join(f"{h} steps ({int(h) * dt:g} s)" for h in horizons)
+    lines = [head + " |", "|---|---|" + "---|" * len(horizons)]
+    for name, res in report["results"].items():
+        for metric, unit in report["metrics"].items():
+            cells = " | ".join(f"{res['all'][metric][h]:.4g}" for h in horizons)
+            lines.append(f"| {name} | {metric} [{unit}] | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def _per_surface_table(report: Mapping[str, Any], horizon: str = "20") -> str:
+    surfaces = sorted(
+        {g for res in report["results"].values() for g in res if g.startswith("surface:")}
+    )
+    lines = ["| backend | " + " | ".join(s.split(":", 1)[1] for s in surfaces) + " |",
+             "|---|" + "---|" * len(surfaces)]  # fmt: skip
+    for name, res in report["results"].items():
+        cells = [f"{res[s]['position'][horizon]:.3f}" if s in res else "-" for s in surfaces]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _policy_table(results: Mapping[str, str]) -> str:
+    lines = ["| policy | condition | end | completion | cte mean [m] | cte max [m] | heading [rad] "
+             "| speed err [m/s] | smoothness | off-track [steps] |",
+             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for name, path in results.items():
+        for run in _read(path)["runs"]:
+            m = run["metrics"]
+            cond = ", ".join(f"{k}={v}" for k, v in run["condition"].items() if k != "track")
+            lines.append(
+                f"| {name} | {cond} | {run['terminated_by']} | {m['completion']:.2f} | "
+                f"{m['cte_mean']:.2f} | {m['cte_max']:.2f} | {m['heading_error_mean']:.3f} | "
+                f"{m['speed_error_mean']:.2f} | {m['action_smoothness']:.4f} | "
+                f"{m['off_track_steps']:.0f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _speedup_table(speed: Mapping[str, Any]) -> str:
+    lines = [f"High-fidelity baseline: S3BeamNG-v0 on the open stand-in, one car: "
+             f"**{speed['standin_steps_per_s']:.1f} env steps/s**.", "",
+             f"| backend | S3Distilled-v0 env steps/s (N = {speed['num_envs']}) | speed-up |",
+             "|---|---|---|"]  # fmt: skip
+    for name, row in speed["backends"].items():
+        lines.append(f"| {name} | {row['steps_per_s']:,.0f} | {row['speedup']:,.0f}x |")
+    lines.append("")
+    lines.append(f"Measured in this run with {speed['threads']} torch thread(s) on the CPU.")
+    return "\n".join(lines) + "\n"
+
+
+def _images(folder: Path, root: Path) -> list[str]:
+    return [
+        str(p.relative_to(root)) for p in sorted(folder.rglob("*")) if p.suffix in (".png", ".gif")
+    ]
+
+
+def write_report(
+    root: Path, config: PipelineConfig, outcomes: Mapping[str, StageOutcome], *, wall_s: float
+) -> Path:
+    """Write ``report.md`` and ``report.html`` into ``root``; returns the Markdown path."""
+    data, distill = outcomes["data"].result, outcomes["distill"].result
+    train, evaluation = outcomes["train"].result, outcomes["evaluate"].result
+    speed = outcomes["speedup"].result
+    open_loop = _read(distill["open_loop"])
+    policy_runs = {name: _read(path)["runs"] for name, path in evaluation["results"].items()}
+    score = build_scorecard(open_loop, policy_runs)
+    stage_lines = [
+        f"| {o.name} | {'reused (inputs unchanged)' if o.skipped else f'ran in {o.wall_s:.0f} s'} "
+        f"| `{o.key}` |"
+        for o in outcomes.values()
+    ]
+    md = [
+        "# Sim2Sim2Sim pipeline report",
+        "",
+        "High-fidelity simulator: **the open stand-in** (the project's batched double-track "
+        "simulator behind a server speaking BeamNG's protocol), not BeamNG.tech. Track: the "
+        "Putnam Park **approximation** built from published facts.",
+        "",
+        f"Total wall-clock time of this invocation: {wall_s:.0f} s.",
+        "",
+        "| stage | status | inputs hash |",
+        "|---|---|---|",
+        *stage_lines,
+        "",
+        "## 1. Driving data",
+        f"{data['episodes']} episodes, {data['samples']} samples ({data['hours']:.2f} h at 20 Hz), "
+        f"generated in {data['generation_s']:.0f} s; content hash `{data['content_hash'][:16]}`.",
+        "",
+        "## 2. Distilled dynamics: open-loop error on held-out sessions",
+        f"Trained in this run: {', '.join(distill['trained']) or 'none'}; the others are the "
+        "shipped checkpoints.",
+        "",
+        _open_loop_table(open_loop),
+        "Position error after 20 steps (1 s) per surface [m]:",
+        "",
+        _per_surface_table(open_loop),
+        "## 3. Policies trained in S3Distilled-v0",
+        "Trained in this run: "
+        + (
+            ", ".join(
+                f"{k} ({v['frames']:,} frames in {v['wall_s']:.0f} s)"
+                for k, v in train["trained"].items()
+            )
+            or "none"
+        )  # fmt: skip
+        + "; the others are the shipped policies.",
+        "",
+        "## 4. Validation in S3BeamNG-v0 (open stand-in), Putnam Park",
+        _policy_table(evaluation["results"]),
+        "## 5. Backend scorecard",
+        scorecard_markdown(score),
+        "## 6. Speed-up of the distilled environment",
+        _speedup_table(speed),
+        "## Figures",
+    ]
+    for img in _images(root / "evaluate", root) + _images(root / "distill", root):
+        md.append(f"![{img}]({img})")
+    text = "\n".join(md) + "\n"
+    md_path = root / "report.md"
+    md_path.write_text(text)
+    (root / "report.html").write_text(_to_html(text))
+    (root / "report.json").write_text(json.dumps(
+        {"config": config.to_json(), "scorecard": score, "speedup": speed,
+         "stages": {k: {"key": o.key, "skipped": o.skipped} for k, o in outcomes.items()}},
+        indent=2, default=str) + "\n")  # fmt: skip
+    return md_path
+
+
+def _to_html(markdown: str) -> str:
+    """Convert the report's own Markdown (headings, tables, images, paragraphs, bold, code)."""
+    import re
+
+    def inline(text: str) -> str:
+        text = html.escape(text)
+        text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+        return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+    out = ["<!doctype html><html><head><meta charset='utf-8'><title>Sim2Sim2Sim report</title>",
+           "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:"
+           "collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+           "img{max-width:100%}</style></head><body>"]  # fmt: skip
+    in_table = False
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if all(set(c) <= {"-"} for c in cells):
+                continue
+            if not in_table:
+                out.append("<table>")
+                in_table = True
+                out.append("<tr>" + "".join(f"<th>{inline(c)}</th>" for c in cells) + "</tr>")
+            else:
+                out.append("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in cells) + "</tr>")
+            continue
+        if in_table:
+            out.append("</table>")
+            in_table = False
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(f"<h{level}>{inline(line.lstrip('#').strip())}</h{level}>")
+        elif line.startswith("!["):
+            src = line[line.index("(") + 1 : -1]
+            out.append(f"<p><img src='{html.escape(src)}' alt='{html.escape(src)}'></p>")
+        elif line.strip():
+            out.append(f"<p>{inline(line)}</p>")
+    if in_table:
+        out.append("</table>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,190 @@
+"""The stages of ``s3 pipeline`` and their presets.
+
+1. ``data``: scripted expert driving in the high-fidelity simulator (the batched stand-in physics)
+   over Putnam Park, procedural circuits and town routes, every surface, ice patches.
+2. ``distill``: fit/train the chosen dynamics backends on it (the others use the shipped
+   checkpoints) and measure every backend's open-loop error on held-out sessions.
+3. ``train``: PPO in ``S3Distilled-v0`` on the chosen backends (the others use the shipped
+   policies).
+4. ``evaluate``: every policy in ``S3BeamNG-v0`` on the open stand-in (started in-process) on
+   Putnam Park, per surface and with ice patches.
+5. ``speedup``: env steps per second of the distilled env and of the stand-in, measured now.
+6. ``report``: Markdown and HTML with tables, plots, GIFs and the backend scorecard.
+
+Every stage is skipped when its inputs (settings and upstream results) are unchanged, and an
+interrupted run resumes at the first unfinished stage.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from gym_s3.errors import ConfigError
+from policies.pipeline.stages import StageOutcome, run_stage
+
+BACKENDS: tuple[str, ...] = ("bicycle", "ddm", "trans", "dytr")
+POLICIES: tuple[str, ...] = ("bicycle", "ddm", "trans", "dytr", "oracle")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Settings of one pipeline run.
+
+    Attributes:
+        seed: seed of every stage.
+        data_preset: ``s3 data generate`` preset.
+        data_overrides: fields of the data preset to replace (e.g. ``{"waves": 1}``).
+        distill_backends: backends trained in this run (the rest use shipped checkpoints).
+        distill_overrides: training settings applied to every distilled backend (e.g. epochs).
+        policy_backends: policies trained in this run (the rest use shipped policies).
+        ppo_preset_overrides: PPO settings applied to every trained policy.
+        eval_policies: policies evaluated in the stand-in.
+        eval_surfaces: base surfaces of the evaluation laps.
+        eval_ice_patches: ice-patch counts of the evaluation laps.
+        eval_max_steps: cap on the steps of each evaluation run (None: full lap).
+        gif_every: keep a GIF frame every this many steps of the first run of each policy.
+        speedup_num_envs: cars of the distilled-env throughput measurement.
+        speedup_seconds: measuring time per backend [s].
+    """
+
+    seed: int = 0
+    data_preset: str = "default"
+    data_overrides: dict[str, Any] = field(default_factory=dict)
+    distill_backends: tuple[str, ...] = BACKENDS
+    distill_overrides: dict[str, Any] = field(default_factory=dict)
+    policy_backends: tuple[str, ...] = POLICIES
+    ppo_preset_overrides: dict[str, Any] = field(default_factory=dict)
+    eval_policies: tuple[str, ...] = POLICIES
+    eval_surfaces: tuple[str, ...] = ("asphalt", "asphalt_wet", "gravel", "snow", "ice")
+    eval_ice_patches: tuple[int, ...] = (0, 4)
+    eval_max_steps: int | None = None
+    gif_every: int = 4
+    speedup_num_envs: int = 4096
+    speedup_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        for name in (*self.distill_backends,):
+            if name not in BACKENDS:
+                raise ConfigError(f"unknown backend '{name}' to distil; valid: {BACKENDS}")
+        for name in (*self.policy_backends, *self.eval_policies):
+            if name not in POLICIES:
+                raise ConfigError(f"unknown policy '{name}'; valid: {POLICIES}")
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready settings."""
+        return json.loads(json.dumps(asdict(self), default=list))
+
+
+#: ``quick`` (default): under 20 minutes on a 2-core CPU. It generates a small dataset, fits the
+#: bicycle and trains a short DDM, trains one short PPO policy on the DDM and uses the shipped
+#: checkpoints for everything else; evaluation drives the first 40 s of a lap on asphalt with and
+#: without ice patches. ``full``: everything from scratch with the shipped-checkpoint recipes and
+#: full laps on every surface; meant for a GPU or a long CPU run.
+PRESETS: dict[str, PipelineConfig] = {
+    "quick": PipelineConfig(
+        data_overrides={"cars": 128, "episode_s": 30.0},
+        distill_backends=("bicycle", "ddm"),
+        distill_overrides={"epochs": 4, "batches_per_epoch": 150},
+        policy_backends=("ddm",),
+        ppo_preset_overrides={
+            "time_budget_s": 300.0,
+            "num_envs": 1024,
+            "eval_every": 0,
+            "checkpoint_every": 0,
+        },  # fmt: skip
+        eval_surfaces=("asphalt",),
+        eval_ice_patches=(0, 4),
+        eval_max_steps=800,
+        gif_every=4,
+        speedup_num_envs=4096,
+        speedup_seconds=3.0,
+    ),
+    "full": PipelineConfig(),
+    # seconds, for the end-to-end test
+    "tiny": PipelineConfig(
+        data_preset="tiny",
+        distill_backends=("bicycle",),
+        distill_overrides={"epochs": 1, "batches_per_epoch": 5},
+        policy_backends=("bicycle",),
+        ppo_preset_overrides={
+            "num_envs": 64,
+            "rollout_steps": 8,
+            "total_frames": 1024,
+            "minibatch_size": 256,
+            "epochs": 1,
+            "hidden": (16, 16),
+            "tracks": ("putnam",),
+            "layouts_per_track": 1,
+            "eval_every": 0,
+            "checkpoint_every": 0,
+        },  # fmt: skip
+        eval_policies=("bicycle",),
+        eval_surfaces=("asphalt",),
+        eval_ice_patches=(2,),
+        eval_max_steps=40,
+        gif_every=10,
+        speedup_num_envs=256,
+        speedup_seconds=0.5,
+    ),
+}
+
+
+def preset(name: str, **overrides: Any) -> PipelineConfig:
+    """A pipeline preset with some fields replaced (``None`` values are ignored)."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown pipeline preset '{name}'; valid: {', '.join(PRESETS)}")
+    return replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})
+
+
+def run_pipeline(
+    config: PipelineConfig, out: str | Path, *, log: Callable[[str], None] = print
+) -> Path:
+    """Run (or resume) every stage; returns the path of ``report.md``."""
+    from policies.pipeline import steps
+    from policies.pipeline.report import write_report
+
+    root = Path(out)
+    root.mkdir(parents=True, exist_ok=True)
+    began = time.perf_counter()
+    from gym_s3 import __version__
+
+    common = {"version": __version__, "seed": config.seed}
+    outcomes: dict[str, StageOutcome] = {}
+    outcomes["data"] = run_stage(
+        root, "data",
+        {**common, "preset": config.data_preset, "overrides": config.data_overrides},
+        lambda d: steps.stage_data(d, config), log=log,
+    )  # fmt: skip
+    outcomes["distill"] = run_stage(
+        root, "distill",
+        {**common, "data": outcomes["data"].key, "backends": list(config.distill_backends),
+         "overrides": config.distill_overrides},
+        lambda d: steps.stage_distill(d, config, outcomes["data"]), log=log,
+    )  # fmt: skip
+    outcomes["train"] = run_stage(
+        root, "train",
+        {**common, "distill": outcomes["distill"].key, "backends": list(config.policy_backends),
+         "overrides": config.ppo_preset_overrides},
+        lambda d: steps.stage_train(d, config, outcomes["distill"]), log=log,
+    )  # fmt: skip
+    outcomes["evaluate"] = run_stage(
+        root, "evaluate",
+        {**common, "train": outcomes["train"].key, "policies": list(config.eval_policies),
+         "surfaces": list(config.eval_surfaces), "patches": list(config.eval_ice_patches),
+         "max_steps": config.eval_max_steps, "gif_every": config.gif_every},
+        lambda d: steps.stage_evaluate(d, config, outcomes["train"]), log=log,
+    )  # fmt: skip
+    outcomes["speedup"] = run_stage(
+        root, "speedup",
+        {**common, "distill": outcomes["distill"].key, "num_envs": config.speedup_num_envs,
+         "seconds": config.speedup_seconds},
+        lambda d: steps.stage_speedup(d, config, outcomes["distill"]), log=log,
+    )  # fmt: skip
+    report = write_report(root, config, outcomes, wall_s=time.perf_counter() - began)
+    log(f"report: {report} (and {report.with_suffix('.html')})")
+    return report

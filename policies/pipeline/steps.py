@@ -1,0 +1,185 @@
+"""Bodies of the pipeline stages (each writes into its own folder and returns a JSON result)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from policies.pipeline.run import BACKENDS, PipelineConfig
+from policies.pipeline.stages import StageOutcome
+
+POLICY_ASSETS = Path(__file__).resolve().parent.parent / "assets"
+OPEN_LOOP_HORIZONS = (1, 5, 20, 60)
+
+
+def shipped_policy(name: str) -> Path:
+    """Path of the shipped policy checkpoint ``name`` (a backend or ``oracle``)."""
+    return POLICY_ASSETS / f"{name}.json"
+
+
+# ---------------------------------------------------------------------------------- data
+def stage_data(folder: Path, config: PipelineConfig) -> dict[str, Any]:
+    """Generate the driving dataset (scripted expert in the batched high-fidelity physics)."""
+    from gym_s3.data.generate import generate_dataset, preset, summary_line
+
+    gen = preset(config.data_preset, **config.data_overrides)
+    manifest = generate_dataset(
+        folder / "dataset", gen, config.seed, preset_name=config.data_preset
+    )
+    print(summary_line(manifest))
+    return {
+        "dataset": str(folder / "dataset"),
+        "content_hash": manifest["content_hash"],
+        "episodes": len(manifest["files"]),
+        "samples": manifest["samples"],
+        "hours": manifest["hours"],
+        "generation_s": manifest["generation_s"],
+    }
+
+
+# ---------------------------------------------------------------------------------- distill
+def stage_distill(folder: Path, config: PipelineConfig, data: StageOutcome) -> dict[str, Any]:
+    """Train the chosen backends, take the shipped ones for the rest, evaluate all open loop."""
+    from gym_s3.data.dataset import DrivingDataset
+    from gym_s3.distill import recipes
+    from gym_s3.distill.evaluate import evaluate, print_tables, write_report
+    from gym_s3.distill.windows import TensorWindows
+    from gym_s3.dynamics import default_checkpoint, load
+
+    dataset = DrivingDataset.load(Path(data.result["dataset"]))
+    checkpoints: dict[str, str] = {}
+    if config.distill_backends:
+        written = recipes.run(dataset, folder / "checkpoints", config.distill_backends,
+                              overrides=config.distill_overrides,
+                              command=f"s3 pipeline (seed {config.seed})")  # fmt: skip
+        checkpoints.update({k: str(v) for k, v in written.items()})
+    for name in BACKENDS:
+        if name not in checkpoints:
+            checkpoints[name] = str(default_checkpoint(name))
+    val = dataset.split("val")
+    windows = TensorWindows(val.windows(10, max(OPEN_LOOP_HORIZONS), stride=4))
+    models = {name: load(path) for name, path in checkpoints.items()}
+    report = evaluate(
+        models,
+        windows,
+        OPEN_LOOP_HORIZONS,
+        meta={"dataset_hash": dataset.content_hash, "checkpoints": checkpoints},
+    )
+    path = write_report(report, folder / "open_loop")  # fmt: skip
+    print_tables(report)
+    return {
+        "checkpoints": checkpoints,
+        "trained": list(config.distill_backends),
+        "open_loop": str(path),
+    }
+
+
+# ---------------------------------------------------------------------------------- train
+def _policy_preset(name: str) -> tuple[str, str]:
+    """(PPO preset, dynamics backend) of a policy name."""
+    return (name, "dytr") if name == "oracle" else (name, name)
+
+
+def stage_train(folder: Path, config: PipelineConfig, distill: StageOutcome) -> dict[str, Any]:
+    """PPO for the chosen policies in the distilled env; the others are the shipped policies."""
+    from policies.config import preset
+    from policies.ppo import train
+
+    policies: dict[str, str] = {}
+    trained: dict[str, Any] = {}
+    for name in config.policy_backends:
+        preset_name, backend = _policy_preset(name)
+        cfg = preset(preset_name, dynamics_checkpoint=distill.result["checkpoints"][backend],
+                     seed=config.seed, **config.ppo_preset_overrides)  # fmt: skip
+        result = train(cfg, folder / name)
+        policies[name] = str(result.checkpoint)
+        trained[name] = {"frames": result.frames, "wall_s": result.wall_s,
+                         "train_frames_per_s": result.train_frames_per_s,
+                         "env_frames_per_s": result.env_frames_per_s}  # fmt: skip
+    for name in config.eval_policies:
+        if name not in policies:
+            policies[name] = str(shipped_policy(name))
+    return {"policies": policies, "trained": trained}
+
+
+# ---------------------------------------------------------------------------------- evaluate
+def stage_evaluate(folder: Path, config: PipelineConfig, train: StageOutcome) -> dict[str, Any]:
+    """Every policy in S3BeamNG-v0 on the open stand-in: Putnam Park, surfaces, ice patches."""
+    from policies.checkpoint import load_policy
+    from policies.evaluate import evaluate_beamng
+    from policies.report import write_evaluation
+
+    results: dict[str, str] = {}
+    for name in config.eval_policies:
+        policy = load_policy(train.result["policies"][name])
+        runs = evaluate_beamng(
+            policy,
+            surfaces=config.eval_surfaces,
+            ice_patches=config.eval_ice_patches,
+            seed=config.seed,
+            render_every=config.gif_every,
+            max_steps=config.eval_max_steps,
+        )
+        write_evaluation(
+            runs, folder / name, title=f"policy '{name}' in S3BeamNG-v0 (open stand-in)"
+        )
+        results[name] = str(folder / name / "results.json")
+    return {"results": results}
+
+
+# ---------------------------------------------------------------------------------- speedup
+def _distilled_rate(backend: str, checkpoint: str, n: int, seconds: float) -> float:
+    """Env steps per second of ``S3Distilled-v0`` with random actions (resets included)."""
+    import gymnasium as gym
+
+    import gym_s3  # noqa: F401
+
+    env = gym.make("S3Distilled-v0", num_envs=n, backend=backend, checkpoint=checkpoint,
+                   tracks=("putnam",), layouts_per_track=2, seed=0)  # fmt: skip
+    gen = torch.Generator().manual_seed(0)
+    env.reset(seed=0)
+    for _ in range(3):  # warm-up
+        env.step(torch.rand(n, 2, generator=gen) * 2 - 1)
+    steps, began = 0, time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        env.step(torch.rand(n, 2, generator=gen) * 2 - 1)
+        steps += 1
+    rate = steps * n / (time.perf_counter() - began)
+    env.close()
+    return rate
+
+
+def _standin_rate(seconds: float) -> float:
+    """Env steps per second of ``S3BeamNG-v0`` on the open stand-in (one car)."""
+    import gymnasium as gym
+    import numpy as np
+
+    import gym_s3  # noqa: F401
+
+    env = gym.make("S3BeamNG-v0", standin=True)
+    env.reset(seed=0)
+    action = np.array([0.0, 0.3], dtype=np.float32)
+    steps, began = 0, time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        env.step(action)
+        steps += 1
+    rate = steps / (time.perf_counter() - began)
+    env.close()
+    return rate
+
+
+def stage_speedup(folder: Path, config: PipelineConfig, distill: StageOutcome) -> dict[str, Any]:
+    """Throughput of the distilled env per backend and of the stand-in, measured in this run."""
+    standin = _standin_rate(max(config.speedup_seconds, 2.0))
+    rows = {}
+    for name, ckpt in distill.result["checkpoints"].items():
+        rate = _distilled_rate(name, ckpt, config.speedup_num_envs, config.speedup_seconds)
+        rows[name] = {"steps_per_s": rate, "speedup": rate / standin}
+    result = {"num_envs": config.speedup_num_envs, "standin_steps_per_s": standin,
+              "threads": torch.get_num_threads(), "backends": rows}  # fmt: skip
+    (folder / "speedup.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
