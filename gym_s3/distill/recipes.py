@@ -54,7 +54,12 @@ class Recipe:
 
 
 RECIPES: dict[str, Recipe] = {
-    "bicycle": Recipe("bicycle", train=TrainConfig(epochs=12, lr=5e-3, batches_per_epoch=300)),
+    # the kinematic bicycle cannot represent v_lat, whose constant error dominates its loss:
+    # any decrease of the validation loss counts as an improvement
+    "bicycle": Recipe(
+        "bicycle",
+        train=TrainConfig(epochs=12, lr=5e-3, batches_per_epoch=300, min_improvement=0.0),
+    ),
     "ddm": Recipe("ddm", train=TrainConfig(epochs=30, lr=2e-3, batches_per_epoch=400)),
     "trans": Recipe("trans", train=TrainConfig(epochs=30, lr=2e-3, batches_per_epoch=400)),
     "dytr": Recipe(
