@@ -19,17 +19,19 @@ EXTRAS: dict[str, str] = {
 }
 
 
-def require(module: str, *, purpose: str) -> ModuleType:
+def require(module: str, *, purpose: str, extra: str | None = None) -> ModuleType:
     """Import ``module`` or raise :class:`MissingDependencyError` naming the extra to install.
 
     Args:
         module: top-level module name, e.g. ``"beamngpy"``.
         purpose: what the caller needs it for, shown in the message.
+        extra: the extra to name in the hint (default: :data:`EXTRAS` of the module); e.g.
+            pygame is in both ``wheel`` and ``render``.
     """
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        extra = EXTRAS.get(module.split(".")[0])
+        extra = extra or EXTRAS.get(module.split(".")[0])
         hint = f'pip install "sim2sim2sim[{extra}]"' if extra else f"pip install {module}"
         raise MissingDependencyError(
             f"{purpose} needs the optional package '{module}', which is not installed "

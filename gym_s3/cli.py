@@ -18,7 +18,12 @@ from gym_s3.errors import S3Error
 COMMAND_MODULES: tuple[str, ...] = (
     "gym_s3.tracks.cli",
     "gym_s3.beamng.cli",
+    "wheel_collector.cli",
+    "gym_s3.data.cli",
+    "gym_s3.distill.cli",
     "policies.cli",
+    "policies.scorecard",
+    "policies.pipeline.cli",
 )
 
 

@@ -13,7 +13,10 @@ Main pieces:
 * :class:`KeyboardInput`: arrow keys / WASD with rate-limited ramps;
 * :func:`calibrate`: the calibration wizard, :class:`CalibrationStore` its JSON files;
 * :class:`Hud`: the heads-up display (works headless);
-* :class:`VirtualWheel`: an SDL virtual wheel to test a setup without hardware.
+* :class:`VirtualWheel`: an SDL virtual wheel to test a setup without hardware;
+* :class:`ExpertInput`: the scripted expert driver as an input source;
+* :class:`CollectionSession`: a 20 Hz logging session against BeamNG.tech or the stand-in
+  (``s3 collect``).
 """
 
 from __future__ import annotations
@@ -44,7 +47,23 @@ from wheel_collector.virtual import HEADLESS_SDL_ENV, VirtualWheel
 from wheel_collector.wheel import WheelInput
 from wheel_collector.wizard import CALIBRATION_STEPS, calibrate, calibration_from_samples
 
+
+def __getattr__(name: str):
+    """Import the session and the expert lazily (they pull in torch and the tracks)."""
+    if name == "ExpertInput":
+        from wheel_collector.expert import ExpertInput
+
+        return ExpertInput
+    if name == "CollectionSession":
+        from wheel_collector.session import CollectionSession
+
+        return CollectionSession
+    raise AttributeError(f"module 'wheel_collector' has no attribute {name!r}")
+
+
 __all__ = [
+    "CollectionSession",
+    "ExpertInput",
     "BUILTIN_PROFILES",
     "CALIBRATION_STEPS",
     "G29_LINUX",

@@ -46,7 +46,7 @@ def import_pygame(purpose: str) -> ModuleType:
     """
     os.environ.setdefault("SDL_JOYSTICK_ALLOW_BACKGROUND_EVENTS", "1")
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-    return require("pygame", purpose=purpose)
+    return require("pygame", purpose=purpose, extra="wheel")
 
 
 def init_events(pg: ModuleType) -> None:
