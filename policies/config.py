@@ -51,12 +51,12 @@ class PPOConfig:
     backend: str = "ddm"
     dynamics_checkpoint: str | None = None
     obs_mode: str = "default"
-    num_envs: int = 1024
+    num_envs: int = 2048
     rollout_steps: int = 32
     total_frames: int = 20_000_000
     time_budget_s: float | None = None
-    epochs: int = 4
-    minibatch_size: int = 8192
+    epochs: int = 3
+    minibatch_size: int = 16384
     lr: float = 3e-4
     anneal_lr: bool = True
     gamma: float = 0.99
@@ -65,7 +65,7 @@ class PPOConfig:
     entropy_coef: float = 1e-3
     critic_coef: float = 0.5
     max_grad_norm: float = 1.0
-    hidden: tuple[int, ...] = (128, 128)
+    hidden: tuple[int, ...] = (64, 64)
     init_log_std: float = -0.7
     max_episode_steps: int = 600
     tracks: tuple[str, ...] = ("putnam", "procedural:0", "procedural:1", "procedural:2",

@@ -142,7 +142,7 @@ def train(
         entropy_coeff=config.entropy_coef,
         critic_coeff=config.critic_coef,
         normalize_advantage=True,
-        loss_critic_type="smooth_l1",
+        loss_critic_type="l2",
     )
     optim = torch.optim.Adam(loss_fn.parameters(), lr=config.lr, eps=1e-5)
     logger = _logger(config, out)

@@ -12,7 +12,7 @@ thousands of cars can reset in one tensor operation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor
@@ -34,6 +34,7 @@ class PoolConfig:
         end_margin_m: on open routes, no start closer than this to the end [m].
         horizon_s: duration of target-profile driving used to label a scenario [s].
         speed: target-speed profile limits.
+        urban_v_max: top target speed on paths labelled ``town`` [m/s] (50 km/h).
         thresholds: label thresholds.
     """
 
@@ -41,11 +42,22 @@ class PoolConfig:
     end_margin_m: float = 100.0
     horizon_s: float = 8.0
     speed: SpeedProfileConfig = field(default_factory=SpeedProfileConfig)
+    urban_v_max: float = 13.9
     thresholds: LabelThresholds = field(default_factory=LabelThresholds)
 
     def __post_init__(self) -> None:
         if self.start_spacing_m <= 0 or self.horizon_s <= 0:
             raise ConfigError("start_spacing_m and horizon_s must be positive")
+        if self.urban_v_max <= 0:
+            raise ConfigError(f"urban_v_max must be positive, got {self.urban_v_max}")
+
+    def speed_for(self, path: ReferencePath) -> SpeedProfileConfig:
+        """Speed-profile limits of ``path``: town streets are capped at ``urban_v_max``."""
+        if "town" in path.labels and self.urban_v_max < self.speed.v_max:
+            return replace(
+                self.speed, v_max=self.urban_v_max, v_min=min(self.speed.v_min, self.urban_v_max)
+            )
+        return self.speed
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,7 +120,7 @@ class ScenarioPool:
                 raise ConfigError(f"path '{path.name}' has no surface layout")
             batch = SurfaceBatch.stack(list(lays), dtype=torch.float64)
             mu = friction_along(path, batch)
-            v = speed_profile(path, mu, config.speed)  # (L, M_k)
+            v = speed_profile(path, mu, config.speed_for(path))  # (L, M_k)
             pad = m - v.shape[1]
             if pad:
                 v = torch.cat([v, v[:, -1:].expand(-1, pad)], dim=1)

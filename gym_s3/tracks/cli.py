@@ -71,8 +71,8 @@ def register(subparsers: Any) -> None:
         "--v-max",
         type=float,
         default=None,
-        help="top speed of the speed profile [m/s]; None means 30 on circuits, 13.9 (50 km/h) "
-        "on town routes",
+        help="top speed of the speed profile [m/s]; default: the scenario pool's limit "
+        "(28 m/s on circuits, 13.9 m/s = 50 km/h on town routes)",
     )
     show.add_argument(
         "--plot",
@@ -230,7 +230,9 @@ def run_show(args: argparse.Namespace) -> int:
     if args.ds <= 0 or (args.v_max is not None and args.v_max <= 0):
         raise ConfigError("--ds and --v-max must be positive")
     path = get_track(args.name, ds=args.ds)
-    v_max = args.v_max if args.v_max is not None else (13.9 if "town" in path.labels else 30.0)
+    from gym_s3.scenarios.pool import PoolConfig
+
+    v_max = args.v_max if args.v_max is not None else PoolConfig().speed_for(path).v_max
     layout = _layout(path, args)
     console = Console()
     console.print(_summary_table(path))

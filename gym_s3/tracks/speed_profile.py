@@ -43,12 +43,12 @@ class SpeedProfileConfig:
         v_end: speed at the last sample of an open path [m/s] (``None``: free; ``0``: stop).
     """
 
-    v_max: float = 30.0
+    v_max: float = 28.0
     v_min: float = 2.0
-    lateral_fraction: float = 0.8
-    longitudinal_fraction: float = 0.7
+    lateral_fraction: float = 0.7
+    longitudinal_fraction: float = 0.6
     accel_max: float = 3.0
-    brake_max: float = 7.0
+    brake_max: float = 6.0
     v_start: float | None = None
     v_end: float | None = None
 

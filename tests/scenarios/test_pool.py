@@ -31,11 +31,11 @@ def test_variants_and_scenarios_are_cut_per_path(pool):
 
 
 def test_target_speed_respects_friction_on_ice(pool):
-    """On the ice circle the target speed obeys v^2 kappa <= 0.8 mu g; asphalt is faster."""
+    """On the ice circle the target speed obeys v^2 kappa <= f_lat mu g; asphalt is faster."""
     s = torch.linspace(0, 100, 11)
     v_dry = pool.target_speed(torch.zeros(11, dtype=torch.long), s)
     v_ice = pool.target_speed(torch.ones(11, dtype=torch.long), s)
-    assert (v_ice**2 / 20.0 <= 0.8 * 0.1 * GRAVITY + 1e-4).all()
+    assert (v_ice**2 / 20.0 <= PoolConfig().speed.lateral_fraction * 0.1 * GRAVITY + 1e-4).all()
     assert (v_dry > v_ice * 2).all()
 
 

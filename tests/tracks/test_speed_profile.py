@@ -92,7 +92,8 @@ def test_ice_patch_slows_before_and_on_it_and_nowhere_far_away(putnam):
     far = dist.abs() > 300.0
     assert torch.allclose(v_ice[far], v_dry[far], atol=1e-9, rtol=0)
     # on the ice the car corners at the ice limit: sqrt(f_lat * 0.1 * g * R) in the arc
-    assert float(v_ice[on].min()) == pytest.approx(math.sqrt(0.8 * 0.1 * GRAVITY * 69.0), rel=0.05)
+    ice_limit = math.sqrt(CFG.lateral_fraction * 0.1 * GRAVITY * 69.0)
+    assert float(v_ice[on].min()) == pytest.approx(ice_limit, rel=0.05)
 
 
 def test_braking_into_a_corner_follows_constant_deceleration():
@@ -115,8 +116,8 @@ def test_braking_into_a_corner_follows_constant_deceleration():
         closed=False,
     )
     v = speed_profile(path, torch.ones(m, dtype=torch.float64))
-    v_c2 = 0.8 * GRAVITY * 20.0
-    decel = min(CFG.brake_max, 0.7 * GRAVITY)
+    v_c2 = CFG.lateral_fraction * GRAVITY * 20.0
+    decel = min(CFG.brake_max, CFG.longitudinal_fraction * GRAVITY)
     s = path.s[:200]
     expected = torch.clamp(v_c2 + 2 * decel * (199.0 - s), max=CFG.v_max**2)
     assert torch.allclose(v[:200] ** 2, expected, rtol=1e-9)
@@ -146,7 +147,7 @@ def test_uniform_circle_and_straight_give_analytic_speeds_and_lap_times():
     circle = circle_path(40.0)
     mu = torch.full((2, circle.num_samples), 0.5, dtype=torch.float64)
     v = speed_profile(circle, mu)
-    expected = math.sqrt(0.8 * 0.5 * GRAVITY * 40.0)
+    expected = math.sqrt(CFG.lateral_fraction * 0.5 * GRAVITY * 40.0)
     assert torch.allclose(v, torch.full_like(v, expected))
     assert torch.allclose(
         lap_time(circle, v), torch.full((2,), circle.length / expected, dtype=torch.float64)
