@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from gym_s3.beamng.link import BeamNGConfig, Measurement, SimLink
 from gym_s3.data.recorder import EpisodeRecorder
 from gym_s3.data.schema import EpisodeMeta, layout_to_dict
 from gym_s3.data.trackside import TrackSample, TrackSide
-from gym_s3.envs.beamng import BeamNGConfig
 from gym_s3.errors import ConfigError
 from gym_s3.scenarios.pool import PoolConfig
 from gym_s3.spec import CONTROL_DT_S, WHEELS
@@ -47,7 +47,6 @@ from gym_s3.tracks.surfaces import (
 from gym_s3.vehicle.params import SEDAN
 from wheel_collector.commands import SAFE_COMMAND, DriverCommand, InputReading, InputSource
 from wheel_collector.expert import StateObserver
-from wheel_collector.simlink import Measurement, SimLink
 
 __all__ = ["CollectionSession", "SessionConfig", "SessionStats", "make_layout"]
 

@@ -14,6 +14,7 @@ from path_helpers import make_straight  # noqa: E402
 
 from gym_s3.envs.beamng import S3BeamNGEnv  # noqa: E402
 from gym_s3.errors import ActionError, SimulatorConnectionError, SimulatorTimeoutError  # noqa: E402
+from gym_s3.scenarios.pool import PoolConfig  # noqa: E402
 from gym_s3.spec import single_action_space, single_observation_space  # noqa: E402
 from gym_s3.task import TaskConfig  # noqa: E402
 from gym_s3.tracks.surfaces import RectPatch, SurfaceLayout  # noqa: E402
@@ -22,8 +23,9 @@ pytestmark = pytest.mark.timeout(240)
 
 
 def _straight_env(layout: SurfaceLayout, **kwargs) -> S3BeamNGEnv:
-    """A straight 600 m road, start at 20 m/s (2/3 of the 30 m/s target speed)."""
-    task = TaskConfig(max_episode_steps=2000, start_speed_fraction=(2 / 3, 2 / 3),
+    """A straight 600 m road, start at 20 m/s (a fraction of the straight's target speed)."""
+    frac = 20.0 / PoolConfig().speed.v_max
+    task = TaskConfig(max_episode_steps=2000, start_speed_fraction=(frac, frac),
                       start_lateral_m=0.0, start_heading_rad=0.0)  # fmt: skip
     from gym_s3.envs.beamng import BeamNGEnvConfig
 
@@ -151,7 +153,7 @@ def test_server_killed_mid_episode_gives_clear_error_fast():
     env = S3BeamNGEnv(standin=True, socket_timeout=2.0)
     env.reset(seed=0)
     env.step(np.array([0.0, 0.5], dtype=np.float32))
-    env._server.stop()
+    env.link.server.stop()
     t0 = time.monotonic()
     with pytest.raises((SimulatorConnectionError, SimulatorTimeoutError)):
         for _ in range(3):

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gym_s3.beamng.link import BeamNGConfig
 from gym_s3.data.dataset import DrivingDataset
-from gym_s3.envs.beamng import BeamNGConfig
 from wheel_collector.commands import SAFE_BRAKE, InputStatus
 from wheel_collector.session import CollectionSession, SessionConfig
 from wheel_collector.store import CalibrationStore

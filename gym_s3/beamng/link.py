@@ -1,14 +1,15 @@
-"""The collection session's link to a simulator that speaks BeamNG's protocol (beamngpy).
+"""The client side of one car in a simulator that speaks BeamNG's protocol (beamngpy).
 
-:class:`SimLink` opens BeamNG.tech or the open stand-in (started in-process with
-``standin=True``), builds the scenario of a surface layout (base surface through the ground-model
-Lua template of :mod:`gym_s3.beamng.lua`, ice patches as ``ProceduralCube`` objects with the patch
-materials of :mod:`gym_s3.beamng.materials`), switches to deterministic stepping and then, per
-20 Hz control step, sends the controls, steps and polls. The calls are the same for both
-simulators (``beamngpy-protocol.md`` §11.5); only optional stand-in sensor extras (``s3_*``
-electrics: wheel spin, actuator states, yaw rate, body accelerations) are used when present.
-Without them the yaw rate and the body accelerations are backward differences over the last step
-and the wheel spin and road-wheel angle are NaN.
+Used by ``S3BeamNG-v0`` and by the data-collection session, so both drive BeamNG.tech and the
+stand-in through exactly the same calls. :class:`SimLink` opens BeamNG.tech or the open stand-in
+(started in-process with ``standin=True``), builds the scenario of a surface layout (base surface
+through the ground-model Lua template of :mod:`gym_s3.beamng.lua`, ice patches as
+``ProceduralCube`` objects with the patch materials of :mod:`gym_s3.beamng.materials`), switches
+to deterministic stepping and then, per 20 Hz control step, sends the controls, steps and polls.
+The calls are the same for both simulators (``beamngpy-protocol.md`` §11.5); only optional
+stand-in sensor extras (``s3_*`` electrics: wheel spin, actuator states, yaw rate, body
+accelerations) are used when present. Without them the yaw rate and the body accelerations are
+backward differences over the last step and the wheel spin and road-wheel angle are NaN.
 """
 
 from __future__ import annotations
@@ -25,19 +26,62 @@ from gym_s3._optional import require
 from gym_s3.beamng.frames import dir_to_yaw, wrap_angle, yaw_to_quat
 from gym_s3.beamng.lua import GroundModelUpdate, render_ground_models_lua
 from gym_s3.beamng.materials import LEVEL_GROUND_MODEL, patch_material
-from gym_s3.envs.beamng import BeamNGConfig
-from gym_s3.errors import SimulatorConnectionError, SimulatorTimeoutError
+from gym_s3.errors import ConfigError, SimulatorConnectionError, SimulatorTimeoutError
 from gym_s3.observations import EgoState
 from gym_s3.spec import CONTROL_DT_S, WHEELS
 from gym_s3.tracks.surfaces import SURFACES, SurfaceLayout, get_surface
 
-__all__ = ["Measurement", "SimLink", "ground_model_updates"]
+__all__ = ["BeamNGConfig", "Measurement", "SimLink", "ground_model_updates"]
 
 #: Sliding friction as a share of the peak (static) value written into ground models.
 SLIDING_SHARE = 0.85
 #: Thickness of the patch slabs [m].
 PATCH_THICKNESS_M = 0.02
 _NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class BeamNGConfig:
+    """How to reach the simulator.
+
+    Attributes:
+        host: address of BeamNG.tech or the stand-in.
+        port: its game-engine port (BeamNG's default 25252).
+        standin: start the open stand-in in-process on a free loopback port (ignores host/port).
+        home: BeamNG.tech install folder, only needed with ``launch=True``.
+        launch: let beamngpy start BeamNG.tech if nothing listens (never for the stand-in).
+        level: level to build the scenario on (a large flat area for the virtual track).
+        vehicle_model: BeamNG vehicle model id.
+        socket_timeout: seconds to wait for any answer before raising a timeout error [s].
+        steps_per_second: deterministic physics frame rate; one env step is
+            ``steps_per_second * 0.05`` frames (must be a multiple of 20).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 25252
+    standin: bool = False
+    home: str | None = None
+    launch: bool = False
+    level: str = "smallgrid"
+    vehicle_model: str = "etk800"
+    socket_timeout: float = 10.0
+    steps_per_second: int = 60
+
+    def __post_init__(self) -> None:
+        if self.steps_per_second % 20 or self.steps_per_second <= 0:
+            raise ConfigError(
+                f"steps_per_second must be a positive multiple of 20 (one env step is 50 ms), "
+                f"got {self.steps_per_second}"
+            )
+        if self.socket_timeout <= 0:
+            raise ConfigError(f"socket_timeout must be positive, got {self.socket_timeout}")
+        if not 0 < self.port < 65536:
+            raise ConfigError(f"port must be in 1..65535, got {self.port}")
+
+    @property
+    def frames_per_step(self) -> int:
+        """Physics frames per 50 ms env step."""
+        return self.steps_per_second // 20
 
 
 def ground_model_updates(layout: SurfaceLayout) -> list[GroundModelUpdate]:
@@ -113,12 +157,22 @@ class SimLink:
         sim: how to reach the simulator (``standin=True`` starts the stand-in in-process).
         layout: the surface layout to build.
         start: start pose ``(x, y, yaw)`` [m, m, rad].
+        scenario_name: name of the scenario created in the simulator.
+        purpose: what the link is for (named in the error when beamngpy is missing).
     """
 
     def __init__(
-        self, sim: BeamNGConfig, layout: SurfaceLayout, start: tuple[float, float, float]
+        self,
+        sim: BeamNGConfig,
+        layout: SurfaceLayout,
+        start: tuple[float, float, float],
+        *,
+        scenario_name: str = "s3_collect",
+        purpose: str = "collecting driving data over BeamNG's protocol",
     ) -> None:
         self.sim = sim
+        self.scenario_name = scenario_name
+        self.purpose = purpose
         self.layout = layout
         self.start = start
         self.server: Any = None
@@ -139,7 +193,7 @@ class SimLink:
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> Measurement:
         """Connect, build and load the scenario, apply the surfaces; returns the first poll."""
-        bngpy = require("beamngpy", purpose="collecting driving data over BeamNG's protocol")
+        bngpy = require("beamngpy", purpose=self.purpose)
         host = self.sim.host
         if self.sim.standin:
             from gym_s3.beamng.server import StandInServer
@@ -155,8 +209,8 @@ class SimLink:
             self._stop_server()
             raise SimulatorConnectionError(
                 f"nothing answers at {host}:{self.port} ({exc}). Start the open stand-in with "
-                f"`s3 standin --port {self.port}` (or use --standin), or point --host/--port at a "
-                f"running BeamNG.tech started with -tcom."
+                f"`s3 standin --port {self.port}` (or pass standin=True / --standin), or point "
+                f"host/port at a running BeamNG.tech started with -tcom (or launch=True, home=...)."
             ) from exc
         self.bng = bng
         with self.errors("setting up the scenario"):
@@ -165,7 +219,7 @@ class SimLink:
 
     def _build(self, bngpy: Any) -> None:
         """Create, load and start the scenario; deterministic stepping, paused."""
-        scenario = bngpy.Scenario(self.sim.level, "s3_collect", description="sim2sim2sim")
+        scenario = bngpy.Scenario(self.sim.level, self.scenario_name, description="sim2sim2sim")
         vehicle = bngpy.Vehicle("ego", model=self.sim.vehicle_model)
         vehicle.sensors.attach("electrics", bngpy.sensors.Electrics())
         x, y, yaw = self.start
