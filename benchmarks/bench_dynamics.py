@@ -55,20 +55,24 @@ def start_state(backend: DynamicsBackend, n: int) -> BackendState:
     return state_from_window(backend, rows, torch.zeros(n, 3))
 
 
-def time_steps(backend: DynamicsBackend, state: BackendState, repeat: int) -> float:
-    """Median seconds of one ``step`` of all cars (random actions drawn beforehand)."""
+def time_steps(backend: DynamicsBackend, state: BackendState, repeat: int) -> tuple[float, float]:
+    """Median wall and process-CPU seconds of one ``step`` of all cars.
+
+    Random actions are drawn beforehand. On a shared machine the CPU time is the steadier number.
+    """
     n = state.n
     g = torch.Generator().manual_seed(1)
     actions = 2.0 * torch.rand(repeat + 3, n, 2, generator=g) - 1.0
     mu = 0.1 + torch.rand(repeat + 3, n, 4, generator=g)
-    times = []
+    times, cpu = [], []
     with torch.inference_mode():
         for i in range(repeat + 3):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             state = backend.step(state, actions[i], mu[i])
             if i >= 3:  # warm-up
                 times.append(time.perf_counter() - start)
-    return statistics.median(times)
+                cpu.append(time.process_time() - start_cpu)
+    return statistics.median(times), statistics.median(cpu)
 
 
 class Recompute(torch.nn.Module):
@@ -108,7 +112,7 @@ def main() -> None:
     rows = []
     print(f"torch {torch.__version__}, CPU, float32, inference mode; median of {args.repeat}")
     header = f"{'backend':8} {'variant':9} {'source':9} {'thr':>3} {'N':>7} {'ms/step':>9} "
-    header += f"{'steps/s':>11} {'params':>7} {'param kB':>8} {'B/car':>6}"
+    header += f"{'steps/s':>11} {'cpu ms':>8} {'params':>7} {'param kB':>8} {'B/car':>6}"
     print(header)
     for name in args.backends:
         backend, source = backend_for(name)
@@ -124,14 +128,15 @@ def main() -> None:
                 for variant, model in variants:
                     st = state if variant == "cached" else BackendState(
                         state.pose, state.vel, state.history, {}, state.fault)  # fmt: skip
-                    sec = time_steps(model, st, args.repeat)
+                    sec, cpu = time_steps(model, st, args.repeat)
                     row = {"backend": name, "variant": variant, "source": source,
                            "threads": threads, "n": n, "ms_per_step": sec * 1e3,
-                           "car_steps_per_s": n / sec, "params": params, "param_bytes": pbytes,
+                           "car_steps_per_s": n / sec, "cpu_ms_per_step": cpu * 1e3,
+                           "params": params, "param_bytes": pbytes,
                            "state_bytes_per_car": state_bytes(st)}  # fmt: skip
                     rows.append(row)
                     print(f"{name:8} {variant:9} {source:9} {threads:>3} {n:>7} "
-                          f"{sec * 1e3:>9.2f} {n / sec:>11,.0f} {params:>7} "
+                          f"{sec * 1e3:>9.2f} {n / sec:>11,.0f} {cpu * 1e3:>8.2f} {params:>7} "
                           f"{pbytes / 1024:>8.1f} {row['state_bytes_per_car']:>6}")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
