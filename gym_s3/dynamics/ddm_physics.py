@@ -170,15 +170,15 @@ def bicycle_step(
     # Axle quantities are (N, 2) [front, rear]; everything loop-invariant is computed once (the
     # loop is overhead-bound at N ~ 4096 on a CPU, so fewer, fused tensor ops matter).
     m, lf, lr = vehicle.mass, vehicle.l_f, vehicle.l_r
-    kw = {"dtype": vel.dtype, "device": vel.device}
-    fz = torch.tensor(vehicle.axle_loads, **kw)
-    front = torch.tensor([1.0, 0.0], **kw)
-    peak = torch.stack([d_f, d_r], -1) * mu_axle * fz  # D [N]
+    # (Python-float constants: no host-to-device copies on a GPU)
+    fz_f, fz_r = vehicle.axle_loads
+    peak = torch.stack([d_f * fz_f, d_r * fz_r], -1) * mu_axle  # D [N]
     shape = torch.stack([c_f, c_r], -1)  # C
-    stiff_b = torch.stack([k_f, k_r], -1) * fz / (shape * peak)  # B
+    stiff_b = torch.stack([k_f * fz_f, k_r * fz_r], -1) / (shape * peak)  # B
     curv = torch.stack([e_f, e_r], -1)  # E
     neg_brake = -(brk * cb)[:, None] * torch.stack([bfront, 1.0 - bfront], -1)  # [N]
     cos_d, sin_d = torch.cos(delta), torch.sin(delta)
+    no_drive = torch.zeros_like(delta)  # the rear axle is not driven
     h = dt / substeps
     h_m, h_iz = h / m, h / iz
     vx, vy, r = vel.unbind(-1)
@@ -193,7 +193,7 @@ def bicycle_step(
         fy = peak * torch.sin(shape * torch.atan(ba - curv * (ba - torch.atan(ba))))
         roll = torch.tanh(vx / _ROLL_SPEED)
         drive = thr * torch.minimum(cm1, power / u_f.clamp(min=1.0))  # power = force x speed
-        fx = neg_brake * torch.tanh(u_axle / _ROLL_SPEED) + drive[:, None] * front
+        fx = neg_brake * torch.tanh(u_axle / _ROLL_SPEED) + torch.stack([drive, no_drive], -1)
         # friction ellipse of radius D per axle: wheel spin and lock-up
         scale = (peak * torch.rsqrt(fx.square() + fy.square() + 1e-6)).clamp(max=1.0)
         fx, fy = fx * scale, fy * scale
