@@ -64,8 +64,10 @@ class Fleet:
         abs_enabled: bool,
         device: torch.device,
         dtype: torch.dtype,
+        compile: bool = False,
     ) -> None:
         self.params = params
+        self.compile = compile
         self.physics_rate_hz = physics_rate_hz
         self.smoothing_rate = smoothing_rate
         self.abs_enabled = abs_enabled
@@ -96,9 +98,25 @@ class Fleet:
                 abs_enabled=self.abs_enabled,
                 device=self.device,
                 dtype=self.dtype,
+                compile=self.compile,
+                # compiled: one chunk size per frame (one graph); friction read about every 5 ms
+                friction_every=_divisor_near(substeps, 5) if self.compile else 5,
             )
             self._models[steps_per_second] = model
         return model
+
+    def warm_up(self, steps_per_second: int) -> None:
+        """Build and run the frame model of ``steps_per_second`` once on a dummy car.
+
+        With ``compile=True`` this moves the one-off compilation (up to a minute on a small CPU,
+        seconds from inductor's disk cache) to server start, so no client request waits for it.
+        """
+        from gym_s3.tracks.friction import UniformFriction
+
+        model = self.model(steps_per_second)
+        state = self._fresh([Pose(0.0, 0.0, 0.0)], [0.0], [10.0])
+        commands = torch.zeros((1, 3), device=self.device, dtype=self.dtype)
+        model.step(state, commands, UniformFriction(1.0))
 
     def any_model(self) -> VehicleModel:
         """A model for frame-independent work (initial states, contact points)."""
@@ -234,3 +252,9 @@ class Fleet:
 def _numpy(tensor: Tensor) -> np.ndarray:
     """A numpy copy (never a view that later in-place updates could change)."""
     return tensor.detach().cpu().numpy().copy()
+
+
+def _divisor_near(n: int, target: int) -> int:
+    """The divisor of ``n`` closest to ``target`` (ties: the smaller one)."""
+    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    return min(divisors, key=lambda d: (abs(d - target), d))

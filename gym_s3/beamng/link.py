@@ -55,6 +55,9 @@ class BeamNGConfig:
         socket_timeout: seconds to wait for any answer before raising a timeout error [s].
         steps_per_second: deterministic physics frame rate; one env step is
             ``steps_per_second * 0.05`` frames (must be a multiple of 20).
+        standin_fast: run the in-process stand-in's physics in float32 through
+            ``torch.compile`` (about 10x faster for one car after a one-off compile of up to a
+            minute; the default float64 eager physics is the bitwise reference).
     """
 
     host: str = "127.0.0.1"
@@ -65,7 +68,8 @@ class BeamNGConfig:
     level: str = "smallgrid"
     vehicle_model: str = "etk800"
     socket_timeout: float = 10.0
-    steps_per_second: int = 60
+    steps_per_second: int = 20
+    standin_fast: bool = False
 
     def __post_init__(self) -> None:
         if self.steps_per_second % 20 or self.steps_per_second <= 0:
@@ -196,9 +200,11 @@ class SimLink:
         bngpy = require("beamngpy", purpose=self.purpose)
         host = self.sim.host
         if self.sim.standin:
+            from gym_s3.beamng.config import WorldConfig
             from gym_s3.beamng.server import StandInServer
 
-            self.server = StandInServer(host="127.0.0.1", port=0)
+            world = WorldConfig(dtype="float32", compile=True) if self.sim.standin_fast else None
+            self.server = StandInServer(host="127.0.0.1", port=0, world_config=world)
             self.server.start()
             host = "127.0.0.1"
         bng = bngpy.BeamNGpy(host, self.port, home=self.sim.home, quit_on_close=self.sim.launch,

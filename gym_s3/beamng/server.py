@@ -211,6 +211,10 @@ class StandInServer:
                 SERVER_NAME,
                 self.host,
             )
+        if self.world.config.compile:
+            # compile the frame physics now (default and 20 Hz frames) instead of on a request
+            for sps in sorted({self.world.config.steps_per_second, 20}):
+                self.world.fleet.warm_up(sps)
         self._ge_listener = _Listener(self.host, self.requested_port, "GE", self._accept_ge)
         self._started = True
         LOGGER.info("%s listening on %s:%d", SERVER_NAME, self.host, self.port)

@@ -116,6 +116,7 @@ class World:
             abs_enabled=config.abs_enabled,
             device=torch.device(config.device),
             dtype=self.dtype,
+            compile=config.compile,
         )
         #: called with a vehicle id whenever a vehicle leaves the world (server closes sockets)
         self.on_vehicle_removed: Callable[[str], None] = lambda vid: None
