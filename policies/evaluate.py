@@ -176,6 +176,7 @@ def evaluate_beamng(
             env = gym.make(
                 "S3BeamNG-v0",
                 standin=standin,
+                standin_fast=standin,
                 host=host,
                 port=port,
                 track=track,
