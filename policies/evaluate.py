@@ -171,34 +171,44 @@ def evaluate_beamng(
 
     results = []
     name = "S3BeamNG-v0 (open stand-in)" if standin else "S3BeamNG-v0"
-    for surface in surfaces:
-        for patches in ice_patches:
-            env = gym.make(
-                "S3BeamNG-v0",
-                standin=standin,
-                standin_fast=standin,
-                host=host,
-                port=port,
-                track=track,
-                surface=surface,
-                ice_patches=patches,
-                layout_seed=seed,
-                obs_mode=policy.obs_mode,
-                render_mode="rgb_array" if render_every else None,
-            )
-            try:
-                res = run_episode(env, policy, env_name=name, seed=seed, render_every=render_every,
-                                  max_steps=max_steps,
-                                  condition={"track": track, "surface": surface,
-                                             "ice_patches": patches})  # fmt: skip
-            finally:
-                env.close()
-            results.append(res)
-            if progress:
-                m = res.metrics
-                print(f"  {name} {surface:12s} patches={patches}: {res.terminated_by:10s} "
-                      f"completion={m['completion']:.2f} cte={m['cte_mean']:.2f} m "
-                      f"({res.wall_s:.0f} s)")  # fmt: skip
+    server = None
+    if standin:
+        # one fast (compiled) stand-in serves every run: the compilation is paid once
+        from gym_s3.beamng.config import WorldConfig
+        from gym_s3.beamng.server import StandInServer
+
+        server = StandInServer(port=0, world_config=WorldConfig(dtype="float32", compile=True))
+        host, port = "127.0.0.1", server.start()
+    try:
+        for surface in surfaces:
+            for patches in ice_patches:
+                env = gym.make(
+                    "S3BeamNG-v0",
+                    host=host,
+                    port=port,
+                    track=track,
+                    surface=surface,
+                    ice_patches=patches,
+                    layout_seed=seed,
+                    obs_mode=policy.obs_mode,
+                    render_mode="rgb_array" if render_every else None,
+                )
+                try:
+                    res = run_episode(env, policy, env_name=name, seed=seed,
+                                      render_every=render_every, max_steps=max_steps,
+                                      condition={"track": track, "surface": surface,
+                                                 "ice_patches": patches})  # fmt: skip
+                finally:
+                    env.close()
+                results.append(res)
+                if progress:
+                    m = res.metrics
+                    print(f"  {name} {surface:12s} patches={patches}: {res.terminated_by:10s} "
+                          f"completion={m['completion']:.2f} cte={m['cte_mean']:.2f} m "
+                          f"({res.wall_s:.0f} s)")  # fmt: skip
+    finally:
+        if server is not None:
+            server.stop()
     return results
 
 
