@@ -373,13 +373,23 @@ def _read_manifest(root: Path) -> dict | None:
     path = root / MANIFEST_NAME
     if not path.is_file():
         return None
+    fix = f"regenerate the dataset, or delete {MANIFEST_NAME} to load the episodes unchecked"
     try:
         data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DataFormatError(f"{path}: unreadable dataset manifest ({exc})") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataFormatError(f"{path}: unreadable dataset manifest ({exc}); {fix}") from exc
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
-        raise DataFormatError(f"{path}: not a sim2sim2sim dataset manifest")
-    return {entry["path"]: entry["digest"] for entry in data.get("files", [])}
+        raise DataFormatError(f"{path}: not a sim2sim2sim dataset manifest; {fix}")
+    files = data.get("files", [])
+    if not isinstance(files, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("digest"), str)
+        for e in files
+    ):
+        raise DataFormatError(
+            f"{path}: malformed dataset manifest (every entry of 'files' needs a 'path' and a "
+            f"'digest'); {fix}"
+        )
+    return {entry["path"]: entry["digest"] for entry in files}
 
 
 def _check_manifest_entry(manifest: dict, root: Path | None, path: Path, sha: str) -> None:

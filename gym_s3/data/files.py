@@ -26,6 +26,7 @@ from gym_s3.tracks.surfaces import SURFACE_NAMES
 
 #: File name suffix of finished episodes.
 EPISODE_SUFFIX = ".parquet"
+_DAMAGED_HINT = "re-record or regenerate the episode, or delete the file"
 _RECOVER_HINT = (
     "if it was left by a crashed recording, run `s3 data recover <folder>`; otherwise "
     "regenerate or delete the file"
@@ -138,7 +139,10 @@ def read_episode(path: str | Path) -> tuple[dict[str, np.ndarray], EpisodeMeta]:
 def _open(path: Path) -> pq.ParquetFile:
     """Open a Parquet file or raise a :class:`DataFormatError` that names it."""
     if not path.is_file():
-        raise DataFormatError(f"{path}: no such log file")
+        raise DataFormatError(
+            f"{path}: no such log file; check the path (give a dataset folder or a .parquet "
+            "episode file, e.g. one written by `s3 data generate` or `s3 collect`)"
+        )
     try:
         return pq.ParquetFile(path, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as exc:
@@ -193,13 +197,17 @@ def _check_values(columns: dict[str, np.ndarray], meta: EpisodeMeta, path: Path)
             row = int(np.argmax(bad))
             raise DataFormatError(
                 f"{path}: column '{name}' has {int(bad.sum())} non-finite values (first at row "
-                f"{row}); the log is corrupted"
+                f"{row}); the log is corrupted. {_DAMAGED_HINT}"
             )
     for name in ("surface_fl", "surface_fr", "surface_rl", "surface_rr"):
         ids = columns[name]
         if n and (ids.min() < 0 or ids.max() >= len(SURFACE_NAMES)):
             raise DataFormatError(
-                f"{path}: column '{name}' has surface ids outside 0..{len(SURFACE_NAMES) - 1}"
+                f"{path}: column '{name}' has surface ids outside 0..{len(SURFACE_NAMES) - 1}; "
+                f"{_DAMAGED_HINT}"
             )
     if n > 1 and not (np.diff(columns["t"]) > 0).all():
-        raise DataFormatError(f"{path}: column 't' is not strictly increasing")
+        row = int(np.argmax(np.diff(columns["t"]) <= 0)) + 1
+        raise DataFormatError(
+            f"{path}: column 't' is not strictly increasing (at row {row}); {_DAMAGED_HINT}"
+        )
