@@ -130,9 +130,12 @@ class DistilledConfig:
         if isinstance(self.backend, DynamicsBackend) and self.checkpoint is not None:
             raise ConfigError("give either a backend instance or a checkpoint path, not both")
         try:
-            torch.device(self.device)
-        except (RuntimeError, TypeError) as exc:
-            raise ConfigError(f"invalid device {self.device!r}: {exc}") from None
+            torch.empty(0, device=torch.device(self.device))  # parses it and checks it exists
+        except (RuntimeError, TypeError, AssertionError) as exc:
+            raise ConfigError(
+                f"invalid or unavailable device {self.device!r} ({exc}); pass device='cpu', or "
+                "'cuda' / 'cuda:<index>' on a machine with a CUDA build of torch and a GPU"
+            ) from None
         if self.dtype not in _DTYPES:
             raise ConfigError(f"dtype must be one of {list(_DTYPES)}, got {self.dtype!r}")
         if self.nonfinite_action not in ("raise", "zero"):
