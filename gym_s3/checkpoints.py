@@ -97,7 +97,7 @@ def save(
     *,
     kind: str,
 ) -> Path:
-    """Write ``<stem>.safetensors`` and ``<stem>.json`` atomically (temporary file + rename).
+    """Write ``<stem>.safetensors`` and ``<stem>.json`` (both in full first, then renamed).
 
     Args:
         path: checkpoint stem (a ``.safetensors``/``.json`` suffix is ignored).
@@ -109,7 +109,8 @@ def save(
         The sidecar path.
 
     Raises:
-        CheckpointError: non-tensor values or metadata that JSON cannot represent.
+        CheckpointError: non-tensor values, metadata that JSON cannot represent, or files that
+            cannot be written (an existing checkpoint at ``path`` is then left unchanged).
     """
     weights_path, sidecar_path = checkpoint_paths(path)
     from safetensors.torch import save as st_save
@@ -140,16 +141,40 @@ def save(
         },
         "meta": meta_json,
     }
-    weights_path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(weights_path, data)
-    _atomic_write(sidecar_path, (json.dumps(sidecar, indent=2) + "\n").encode())
+    files = ((weights_path, data), (sidecar_path, (json.dumps(sidecar, indent=2) + "\n").encode()))
+    _replace_together(files, sidecar_path)
     return sidecar_path
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+def _replace_together(files: tuple[tuple[Path, bytes], ...], what: Path) -> None:
+    """Write every file in full (temporary files, fsync) before any of them replaces its target.
+
+    A failed write (full disk, no permission, a file-size limit) therefore leaves an existing
+    checkpoint at the same path untouched; only a crash between the final renames (microseconds)
+    can pair new weights with the old sidecar, which :func:`load` then refuses by its SHA-256.
+
+    Raises:
+        CheckpointError: a file could not be written (the temporary files are removed).
+    """
+    temps: list[Path] = []
+    try:
+        what.parent.mkdir(parents=True, exist_ok=True)
+        for path, data in files:
+            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+            temps.append(tmp)
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+    except OSError as exc:
+        for tmp in temps:
+            tmp.unlink(missing_ok=True)
+        raise CheckpointError(
+            f"could not write checkpoint {what} ({exc}); a checkpoint already there is unchanged. "
+            "Choose a writable folder with free space."
+        ) from exc
+    for tmp, (path, _) in zip(temps, files, strict=True):
+        os.replace(tmp, path)
 
 
 def _refuse_pickle(path: Path, head: bytes) -> None:
