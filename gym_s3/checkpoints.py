@@ -273,7 +273,10 @@ def load(
     try:
         tensors = st_load(data)
     except Exception as exc:  # safetensors raises its own error types
-        raise CheckpointError(f"{weights_path} is not a valid safetensors file ({exc})") from exc
+        raise CheckpointError(
+            f"{weights_path} is not a valid safetensors file ({exc}); restore both files from the "
+            "original, or re-save the checkpoint with gym_s3.checkpoints.save"
+        ) from exc
     listing = {
         k: {"dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape)}
         for k, v in tensors.items()

@@ -114,7 +114,10 @@ def load(
             f"{', '.join(backend_names())}"
         )
     if backend is not None and name != backend:
-        raise CheckpointError(f"{what} holds a '{name}' backend, but '{backend}' was asked for")
+        raise CheckpointError(
+            f"{what} holds a '{name}' backend, but '{backend}' was asked for; pass "
+            f"backend='{name}' or a '{backend}' checkpoint"
+        )
     if meta.get("history_features") != list(HISTORY_FEATURES):
         raise CheckpointError(
             f"{what} was trained on history features {meta.get('history_features')}, but this "
