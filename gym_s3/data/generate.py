@@ -15,6 +15,7 @@ Ground is flat (``z = 0``), as on the stand-in's levels, so logs from both sourc
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -112,7 +113,9 @@ class GenerateConfig:
             if value < 1:
                 raise ConfigError(f"GenerateConfig.{name} must be >= 1, got {value}")
         if not self.episode_s >= 2 * CONTROL_DT_S:
-            raise ConfigError(f"episode_s must be at least {2 * CONTROL_DT_S} s")
+            raise ConfigError(
+                f"episode_s must be at least {2 * CONTROL_DT_S} s, got {self.episode_s}"
+            )
         if self.expert is None:
             from wheel_collector.expert_config import ExpertConfig
 
@@ -317,12 +320,12 @@ def generate_dataset(
         The manifest (also written to ``out/manifest.json``).
 
     Raises:
-        ConfigError: ``out`` holds files already.
+        ConfigError: ``out`` holds files already or cannot be written.
     """
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
+    if out.is_dir() and any(out.iterdir()):
         raise ConfigError(f"{out} is not empty; choose a new folder for the dataset")
-    out.mkdir(parents=True, exist_ok=True)
+    _check_writable(out)
     began = time.perf_counter()
     with _torch_threads(config.threads):
         paths, groups = build_tracks(config, seed)
@@ -357,6 +360,23 @@ def generate_dataset(
     }
     (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return manifest
+
+
+def _check_writable(out: Path) -> None:
+    """Create ``out`` and write a probe file in it, before any driving is simulated.
+
+    Raises:
+        ConfigError: the folder cannot be created or written (names the folder and the fix).
+    """
+    probe = out / f".write-probe-{os.getpid()}"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the dataset to {out} ({exc}); choose a writable output folder (--out)"
+        ) from exc
 
 
 def _write_wave(
