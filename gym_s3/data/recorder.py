@@ -54,7 +54,8 @@ class EpisodeRecorder:
         flush_s: age of the oldest buffered row that triggers a durable write [s] (> 0).
 
     Raises:
-        ConfigError: bad flush settings, or a finished episode or journal of the same name exists.
+        ConfigError: bad flush settings, a finished episode or journal of the same name exists,
+            or the folder cannot be written.
     """
 
     def __init__(
@@ -68,7 +69,6 @@ class EpisodeRecorder:
         if flush_rows < 1 or not flush_s > 0:
             raise ConfigError(f"need flush_rows >= 1 and flush_s > 0, got {flush_rows}, {flush_s}")
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.meta = meta
         self.flush_rows = flush_rows
         self.flush_s = flush_s
@@ -81,7 +81,16 @@ class EpisodeRecorder:
                     f"{existing} already exists; use a new episode id or another folder"
                 )
         self._schema = arrow_schema(meta)
-        self._file: BinaryIO | None = open(self.journal_path, "xb")  # noqa: SIM115
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._file: BinaryIO | None = open(self.journal_path, "xb")  # noqa: SIM115
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write episode logs to {self.directory} ({exc}); choose a writable "
+                "folder for the logs (s3 collect --out)"
+            ) from exc
         self._writer = pa.ipc.new_stream(self._file, self._schema)
         # the stream writes its schema lazily: an empty batch makes the header (with the
         # metadata) durable before the first row
