@@ -93,8 +93,12 @@ class SessionConfig:
         get_surface(self.surface)
         if self.ice_patches < 0:
             raise ConfigError(f"ice_patches must be >= 0, got {self.ice_patches}")
-        if self.duration_s < 0 or self.episode_s <= 0 or self.off_track_m <= 0:
-            raise ConfigError("need duration_s >= 0, episode_s > 0 and off_track_m > 0")
+        if not (self.duration_s >= 0 and self.episode_s > 0 and self.off_track_m > 0):
+            raise ConfigError(
+                "need duration_s >= 0 [s], episode_s > 0 [s] and off_track_m > 0 [m], got "
+                f"duration_s {self.duration_s}, episode_s {self.episode_s}, off_track_m "
+                f"{self.off_track_m}"
+            )
 
 
 def make_layout(path: ReferencePath, surface: str, ice_patches: int, seed: int) -> SurfaceLayout:
