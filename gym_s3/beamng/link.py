@@ -77,8 +77,10 @@ class BeamNGConfig:
                 f"steps_per_second must be a positive multiple of 20 (one env step is 50 ms), "
                 f"got {self.steps_per_second}"
             )
-        if self.socket_timeout <= 0:
-            raise ConfigError(f"socket_timeout must be positive, got {self.socket_timeout}")
+        if not 0 < self.socket_timeout < math.inf:
+            raise ConfigError(
+                f"socket_timeout must be a finite number of seconds > 0, got {self.socket_timeout}"
+            )
         if not 0 < self.port < 65536:
             raise ConfigError(f"port must be in 1..65535, got {self.port}")
 
@@ -213,6 +215,14 @@ class SimLink:
             bng.open(launch=self.sim.launch and not self.sim.standin)
         except Exception as exc:
             self._stop_server()
+            if isinstance(exc, TimeoutError):  # something accepted the connection, then nothing
+                raise SimulatorTimeoutError(
+                    f"the program at {host}:{self.port} accepted the connection but did not answer "
+                    f"the protocol greeting within {self.sim.socket_timeout:g} s; check that it is "
+                    "BeamNG.tech (started with -tcom) or the stand-in (`s3 standin`), not another "
+                    "program on that port, and that it is not stuck in a dialog (or raise "
+                    "socket_timeout if it is still starting)"
+                ) from exc
             raise SimulatorConnectionError(
                 f"nothing answers at {host}:{self.port} ({exc}). Start the open stand-in with "
                 f"`s3 standin --port {self.port}` (or pass standin=True / --standin), or point "
