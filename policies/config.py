@@ -86,13 +86,16 @@ class PPOConfig:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
             raise ConfigError("gamma must be in (0, 1] and gae_lambda in [0, 1]")
-        if self.lr <= 0 or self.clip_epsilon <= 0:
-            raise ConfigError("lr and clip_epsilon must be positive")
+        if not (self.lr > 0 and self.clip_epsilon > 0):
+            raise ConfigError(
+                f"lr and clip_epsilon must be positive, got lr {self.lr}, clip_epsilon "
+                f"{self.clip_epsilon}"
+            )
         if self.obs_mode not in ("default", "oracle"):
             raise ConfigError(f"obs_mode must be 'default' or 'oracle', got {self.obs_mode!r}")
         if self.logger not in ("csv", "tensorboard"):
             raise ConfigError(f"logger must be 'csv' or 'tensorboard', got {self.logger!r}")
-        if self.time_budget_s is not None and self.time_budget_s <= 0:
+        if self.time_budget_s is not None and not self.time_budget_s > 0:
             raise ConfigError(f"time_budget_s must be positive, got {self.time_budget_s}")
 
     @property
