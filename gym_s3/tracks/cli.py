@@ -259,4 +259,7 @@ def _save_plot(path: ReferencePath, layout: SurfaceLayout | None, args: argparse
     try:
         save_plot(ax, args.plot)
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot save the plot to {args.plot}: {exc}") from exc
+        raise ConfigError(
+            f"cannot save the plot to {args.plot}: {exc}; choose a writable path ending in .png, "
+            ".pdf or .svg"
+        ) from exc
