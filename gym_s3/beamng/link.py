@@ -294,7 +294,8 @@ class SimLink:
         except Exception as exc:  # beamngpy's BNGError / BNGDisconnectedError
             if type(exc).__module__.startswith("beamngpy"):
                 raise SimulatorConnectionError(
-                    f"the simulator at {where} failed while {what}: {exc}"
+                    f"the simulator at {where} failed while {what}: {exc}; restart it and the "
+                    "session (recorded episodes are kept)"
                 ) from exc
             raise
 
