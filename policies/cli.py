@@ -22,7 +22,9 @@ def _register_train(subparsers: Any) -> None:
         "train",
         help="train a PPO policy in S3Distilled-v0 (TorchRL)",
         description="Train a PPO driving policy only inside the distilled environment "
-        "S3Distilled-v0. Settings come from a preset; options override single fields.",
+        "S3Distilled-v0. Settings come from a preset; options override single fields. "
+        "Runs unchanged under `torchrun --nproc-per-node K` (data-parallel: each process "
+        "simulates its own num_envs cars; total-frames counts all processes).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument(
@@ -65,21 +67,35 @@ def _register_train(subparsers: Any) -> None:
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None,
                        help=f"{text} (preset value if omitted)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--dist-timeout",
+        type=float,
+        default=None,
+        help="under torchrun: seconds a rank waits for the others in a collective before the "
+        "job stops with an error (default: $S3_DIST_TIMEOUT_S or 300) [s]",
+    )
     p.set_defaults(func=_run_train)
 
 
 def _run_train(args: argparse.Namespace) -> int:
+    from gym_s3 import distributed
     from policies.config import preset
     from policies.ppo import train
 
     overrides = {k: v for k, v in vars(args).items()
                  if k in preset(args.preset).__dataclass_fields__ and v is not None}  # fmt: skip
     config = preset(args.preset, **overrides)
-    result = train(config, args.out, progress=not args.no_progress)
+    with distributed.launch(config.device, timeout_s=args.dist_timeout) as ctx:
+        result = train(config, args.out, progress=not args.no_progress)
+        if not ctx.is_main:
+            return 0
     print(f"policy: {result.checkpoint}")
     print(f"{result.frames} frames in {result.wall_s:.0f} s "
           f"({result.train_frames_per_s:.0f} frames/s overall, "
           f"{result.env_frames_per_s:.0f} frames/s collection)")  # fmt: skip
+    if result.world_size > 1:
+        print(f"{result.world_size} processes, effective batch {result.effective_batch} frames "
+              f"({result.effective_batch // result.world_size} per process)")  # fmt: skip
     return 0
 
 

@@ -8,6 +8,15 @@ trace on ``done``, so a time-out bootstraps from the value of the final observat
 collector keeps in ``("next", "observation")`` before the reset). The observation normaliser is
 frozen while a batch is collected and optimised on, and updated from that batch afterwards, so
 the stored log-probabilities stay exact.
+
+Under ``torchrun`` (see :mod:`gym_s3.distributed`) every rank runs this loop on its own
+``S3Distilled-v0`` batch (seed ``config.seed + rank``, its own device): actor and critic gradients
+are averaged by DistributedDataParallel, the advantage of each minibatch is standardised with
+job-wide statistics and the normaliser merges job-wide batch moments, so every rank takes the same
+update as one process would on the concatenated batch. Each rank collects ``frames_per_batch``
+frames per iteration (the effective batch is ``world_size * frames_per_batch``) and
+``total_frames`` counts the frames of the whole job. Only rank 0 logs, evaluates and writes files;
+the time-budget decision is rank 0's, broadcast to all.
 """
 
 from __future__ import annotations
@@ -15,13 +24,15 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from gym_s3 import checkpoints, distributed
 from gym_s3._optional import require
+from gym_s3.distributed import DistContext
 from gym_s3.spec import observation_size
 from policies.checkpoint import save_policy
 from policies.config import PPOConfig, config_to_dict
@@ -40,6 +51,11 @@ class TrainResult:
         env_frames_per_s: collection throughput (env + policy inference) [frames/s].
         train_frames_per_s: overall throughput including the updates [frames/s].
         history: per-iteration log rows.
+        world_size: processes of the job (1 outside torchrun).
+        effective_batch: frames per PPO iteration over all processes,
+            ``world_size * frames_per_batch``.
+        actor_net: the trained actor (in memory; not part of ``train_summary.json``).
+        critic_net: the trained critic (in memory; not part of ``train_summary.json``).
     """
 
     checkpoint: Path
@@ -49,6 +65,10 @@ class TrainResult:
     env_frames_per_s: float
     train_frames_per_s: float
     history: list[dict[str, float]] = field(default_factory=list)
+    world_size: int = 1
+    effective_batch: int = 0
+    actor_net: Any = field(default=None, repr=False)
+    critic_net: Any = field(default=None, repr=False)
 
 
 def make_train_env(config: PPOConfig):
@@ -66,22 +86,84 @@ def build_modules(config: PPOConfig):
         and the TorchRL ``ProbabilisticActor`` / ``ValueOperator`` around them.
     """
     require("torchrl", purpose="PPO training")
-    from tensordict.nn import TensorDictModule
-    from torchrl.modules import ProbabilisticActor, TanhNormal, ValueOperator
-
     obs_size = observation_size(config.obs_mode)
     norm = RunningNorm(obs_size)
     actor_net = ActorNet(norm, obs_size, config.hidden, init_log_std=config.init_log_std)
     critic_net = CriticNet(norm, obs_size, config.hidden)
-    actor = ProbabilisticActor(
-        TensorDictModule(actor_net, in_keys=["observation"], out_keys=["loc", "scale"]),
+    actor, critic = _actor_module(actor_net), _critic_module(critic_net)
+    return actor_net, critic_net, actor.to(config.device), critic.to(config.device)
+
+
+def _actor_module(net: torch.nn.Module):
+    """``ProbabilisticActor`` (TanhNormal over ``[-1, 1]^2``) around an actor network."""
+    from tensordict.nn import TensorDictModule
+    from torchrl.modules import ProbabilisticActor, TanhNormal
+
+    return ProbabilisticActor(
+        TensorDictModule(net, in_keys=["observation"], out_keys=["loc", "scale"]),
         in_keys=["loc", "scale"],
         distribution_class=TanhNormal,
         distribution_kwargs={"low": -1.0, "high": 1.0, "tanh_loc": False},
         return_log_prob=True,
     )
-    critic = ValueOperator(critic_net, in_keys=["observation"])
-    return actor_net, critic_net, actor.to(config.device), critic.to(config.device)
+
+
+def _critic_module(net: torch.nn.Module):
+    """``ValueOperator`` around a critic network."""
+    from torchrl.modules import ValueOperator
+
+    return ValueOperator(net, in_keys=["observation"])
+
+
+def build_loss(config: PPOConfig, actor_net, critic_net, actor, critic,
+               ctx: DistContext | None = None):  # fmt: skip
+    """The clipped PPO loss of the run.
+
+    In a single process it acts on ``actor``/``critic`` and standardises the advantage of each
+    minibatch itself. Under ``torchrun`` it acts on DistributedDataParallel copies of
+    ``actor_net``/``critic_net`` (same parameters, gradients averaged over ranks) and expects
+    minibatches prepared by :func:`minibatch_loss` (advantage standardised job-wide).
+
+    Args:
+        config: run settings.
+        actor_net: the actor network (``(N, F) -> loc, scale``).
+        critic_net: the critic network (``(N, F) -> (N, 1)``).
+        actor: the TorchRL actor around ``actor_net`` (from :func:`build_modules`).
+        critic: the TorchRL value operator around ``critic_net``.
+        ctx: the process's place in the job (default: the current one).
+    """
+    from torchrl.objectives import ClipPPOLoss
+
+    ctx = ctx or distributed.current()
+    if ctx.enabled:
+        actor = _actor_module(distributed.wrap(actor_net, ctx))
+        critic = _critic_module(distributed.wrap(critic_net, ctx))
+    return ClipPPOLoss(
+        actor,
+        critic,
+        clip_epsilon=config.clip_epsilon,
+        entropy_coeff=config.entropy_coef,
+        critic_coeff=config.critic_coef,
+        normalize_advantage=not ctx.enabled,
+        loss_critic_type="l2",
+    )
+
+
+def minibatch_loss(loss_fn, minibatch, ctx: DistContext | None = None):
+    """Losses of one minibatch (TensorDict of ``(B,)`` frames with ``advantage (B, 1)``).
+
+    Under ``torchrun`` the advantage is first standardised with the mean and unbiased standard
+    deviation of the minibatches of all ranks (TorchRL's formula, ``(A - mean) / max(std,
+    1e-6)``), so the averaged gradient equals the single-process gradient on the concatenated
+    minibatch.
+    """
+    ctx = ctx or distributed.current()
+    if ctx.enabled:
+        adv = minibatch["advantage"]
+        mean, std = distributed.global_mean_std(adv, ctx)
+        eps = torch.finfo(torch.float).resolution
+        minibatch.set("advantage", (adv - mean) / std.clamp_min(eps))
+    return loss_fn(minibatch)
 
 
 def _logger(config: PPOConfig, out_dir: Path):
@@ -101,91 +183,118 @@ def train(
     *,
     progress: bool = True,
     quick_eval: Any = None,
+    dist_timeout_s: float | None = None,
 ) -> TrainResult:
-    """Train a PPO policy in ``S3Distilled-v0``.
+    """Train a PPO policy in ``S3Distilled-v0`` (one process, or one rank of a torchrun job).
 
     Args:
-        config: run settings.
+        config: run settings (``total_frames`` counts the frames of all ranks together).
         out_dir: folder for checkpoints (``policy_final``, ``policy_iter<k>``), logs and
-            ``train_summary.json``.
-        progress: show a progress bar.
+            ``train_summary.json`` (written by rank 0 only).
+        progress: show a progress bar (rank 0 only).
         quick_eval: optional ``callable(actor_net) -> dict[str, float]`` run every
-            ``config.eval_every`` iterations (see :func:`policies.evaluate.quick_eval`).
+            ``config.eval_every`` iterations on rank 0 (see
+            :func:`policies.evaluate.evaluate_distilled`).
+        dist_timeout_s: collective timeout under torchrun [s] (default: ``$S3_DIST_TIMEOUT_S``
+            or 300 s); ignored in a single process.
 
     Returns:
-        the :class:`TrainResult`.
+        the :class:`TrainResult` (the same on every rank, apart from timings and ``eval/*``).
+
+    Raises:
+        gym_s3.distributed.PeerFailedError: under torchrun, another rank failed or stopped
+            answering for ``dist_timeout_s``.
     """
     require("torchrl", purpose="PPO training")
+    with distributed.launch(config.device, timeout_s=dist_timeout_s) as ctx:
+        return _train(config, Path(out_dir), ctx, progress=progress, quick_eval=quick_eval)
+
+
+def _rank_config(config: PPOConfig, ctx: DistContext) -> PPOConfig:
+    """The settings this rank runs with: its own seed and device (``config`` in one process)."""
+    if not ctx.enabled:
+        return config
+    return replace(config, seed=ctx.seed(config.seed), device=str(ctx.device(config.device)))
+
+
+def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
+           quick_eval: Any) -> TrainResult:  # fmt: skip
+    """The training loop of :func:`train` for the rank ``ctx``."""
     from torchrl.collectors import Collector
-    from torchrl.objectives import ClipPPOLoss
     from torchrl.objectives.value import GAE
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(config.seed)
-    env = make_train_env(config)
-    actor_net, _critic_net, actor, critic = build_modules(config)
+    main = ctx.is_main
+    if main:
+        out.mkdir(parents=True, exist_ok=True)
+    local = _rank_config(config, ctx)
+    torch.manual_seed(local.seed)
+    env = make_train_env(local)
+    actor_net, critic_net, actor, critic = build_modules(local)
+    rank_frames = ctx.share(config.total_frames)
     collector = Collector(
         env,
         actor,
-        frames_per_batch=config.frames_per_batch,
-        total_frames=config.total_frames,
-        device=config.device,
+        frames_per_batch=local.frames_per_batch,
+        total_frames=rank_frames,
+        device=local.device,
         auto_register_policy_transforms=False,
     )
     advantage = GAE(gamma=config.gamma, lmbda=config.gae_lambda, value_network=critic,
                     average_gae=False)  # fmt: skip
-    loss_fn = ClipPPOLoss(
-        actor,
-        critic,
-        clip_epsilon=config.clip_epsilon,
-        entropy_coeff=config.entropy_coef,
-        critic_coeff=config.critic_coef,
-        normalize_advantage=True,
-        loss_critic_type="l2",
-    )
+    loss_fn = build_loss(config, actor_net, critic_net, actor, critic, ctx)
     optim = torch.optim.Adam(loss_fn.parameters(), lr=config.lr, eps=1e-5)
-    logger = _logger(config, out)
-    n_iters = math.ceil(config.total_frames / config.frames_per_batch)
-    bar = _progress(progress, n_iters)
+    logger = _logger(config, out) if main else None
+    n_iters = math.ceil(rank_frames / local.frames_per_batch)
+    bar = _progress(progress and main, n_iters)
     history: list[dict[str, float]] = []
     frames = 0
     t_start = time.perf_counter()
     collect_time = 0.0
     t_collect = time.perf_counter()
+    effective_batch = ctx.world_size * config.frames_per_batch
     training = config_to_dict(config)
+    if ctx.enabled:
+        training["distributed"] = {"world_size": ctx.world_size, "backend": ctx.backend,
+                                   "effective_batch": effective_batch}  # fmt: skip
     iteration = 0
     for iteration, data in enumerate(collector, start=1):
         collect_time += time.perf_counter() - t_collect
-        frames += data.numel()
+        batch = data.numel() * ctx.world_size
+        frames += batch
         if config.anneal_lr:
             for group in optim.param_groups:
-                done_frac = (frames - data.numel()) / config.total_frames
+                done_frac = (frames - batch) / config.total_frames
                 group["lr"] = config.lr * max(0.0, 1.0 - done_frac)
-        stats = _update(config, data, advantage, loss_fn, optim)
-        actor_net.norm.update(data["observation"])
-        row = _log_row(data, stats, frames, t_start)
-        if quick_eval is not None and config.eval_every and iteration % config.eval_every == 0:
+        stats = _update(config, data, advantage, loss_fn, optim, ctx)
+        update_norm(actor_net.norm, data["observation"], ctx)
+        row = _log_row(data, stats, frames, t_start, ctx)
+        eval_now = bool(config.eval_every) and iteration % config.eval_every == 0
+        if main and quick_eval is not None and eval_now:
             row.update({f"eval/{k}": v for k, v in quick_eval(actor_net).items()})
-        for key, value in row.items():
-            logger.log_scalar(key, value, step=frames)
+        if logger is not None:
+            for key, value in row.items():
+                logger.log_scalar(key, value, step=frames)
         history.append(row)
-        if config.checkpoint_every and iteration % config.checkpoint_every == 0:
+        if main and config.checkpoint_every and iteration % config.checkpoint_every == 0:
             save_policy(out / f"policy_iter{iteration:04d}", actor_net, backend=config.backend,
                         obs_mode=config.obs_mode, training=training)  # fmt: skip
         if bar is not None:
             bar.advance(_describe(row))
         elapsed = time.perf_counter() - t_start
-        if config.time_budget_s is not None and elapsed > config.time_budget_s:
+        if config.time_budget_s is not None and distributed.agree(
+            elapsed > config.time_budget_s, ctx
+        ):
             break
         t_collect = time.perf_counter()
     collector.shutdown()
     if bar is not None:
         bar.stop()
     wall = time.perf_counter() - t_start
-    final = save_policy(out / "policy_final", actor_net, backend=config.backend,
-                        obs_mode=config.obs_mode,
-                        training={**training, "frames": frames, "wall_s": wall})  # fmt: skip
+    final = checkpoints.checkpoint_paths(out / "policy_final")[1]
+    if main:
+        final = save_policy(out / "policy_final", actor_net, backend=config.backend,
+                            obs_mode=config.obs_mode,
+                            training={**training, "frames": frames, "wall_s": wall})  # fmt: skip
     result = TrainResult(
         checkpoint=final,
         frames=frames,
@@ -194,15 +303,50 @@ def train(
         env_frames_per_s=frames / max(collect_time, 1e-9),
         train_frames_per_s=frames / wall,
         history=history,
+        world_size=ctx.world_size,
+        effective_batch=effective_batch,
+        actor_net=actor_net,
+        critic_net=critic_net,
     )
-    summary = {k: v for k, v in result.__dict__.items() if k != "history"}
-    summary["checkpoint"] = str(final)
-    (out / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if main:
+        skip = ("history", "actor_net", "critic_net")
+        summary = {k: v for k, v in result.__dict__.items() if k not in skip}
+        summary["checkpoint"] = str(final)
+        (out / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    distributed.barrier(ctx)  # every rank returns once rank 0's files exist
     return result
 
 
-def _update(config: PPOConfig, data, advantage, loss_fn, optim) -> dict[str, float]:
-    """GAE on the batch, then ``epochs`` passes of minibatch PPO updates."""
+def update_norm(norm: RunningNorm, obs, ctx: DistContext) -> None:
+    """Merge a batch ``(..., F)`` into the observation normaliser.
+
+    In one process this is :meth:`RunningNorm.update`. Under torchrun the batch is the union of
+    every rank's batch: its count, mean and variance are all-reduced first and merged with the
+    same parallel (Chan et al.) update, so the normaliser stays identical on every rank.
+    """
+    if not ctx.enabled:
+        norm.update(obs)
+        return
+    n, mean, var = distributed.global_moments(obs, ctx)
+    if n == 0:
+        return
+    with torch.no_grad():
+        total = norm.count + n
+        delta = mean.to(norm.mean.device) - norm.mean
+        norm.mean += delta * n / total
+        norm.var.copy_((norm.var * norm.count + var.to(norm.var.device) * n
+                        + delta.square() * norm.count * n / total) / total)  # fmt: skip
+        norm.count.copy_(total)
+
+
+def _update(config: PPOConfig, data, advantage, loss_fn, optim,
+            ctx: DistContext | None = None) -> dict[str, float]:  # fmt: skip
+    """GAE on the batch, then ``epochs`` passes of minibatch PPO updates (this rank's losses).
+
+    Every rank has the same number of frames, hence the same number of minibatches, so the
+    gradient all-reduces of DistributedDataParallel pair up.
+    """
+    ctx = ctx or DistContext()
     with torch.no_grad():
         advantage(data)
     flat = data.reshape(-1)
@@ -212,7 +356,7 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim) -> dict[str, flo
     for _ in range(config.epochs):
         perm = torch.randperm(flat.shape[0], device=flat.device)
         for idx in perm.split(config.minibatch_size):
-            losses = loss_fn(flat[idx])
+            losses = minibatch_loss(loss_fn, flat[idx], ctx)
             total = losses["loss_objective"] + losses["loss_critic"] + losses["loss_entropy"]
             optim.zero_grad(set_to_none=True)
             total.backward()
@@ -224,8 +368,13 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim) -> dict[str, flo
     return {k: v / max(steps, 1) for k, v in sums.items()}
 
 
-def _log_row(data, stats: dict[str, float], frames: int, t_start: float) -> dict[str, float]:
-    """Scalars of one iteration: losses, reward, episode ends and throughput."""
+def _log_row(data, stats: dict[str, float], frames: int, t_start: float,
+             ctx: DistContext | None = None) -> dict[str, float]:  # fmt: skip
+    """Scalars of one iteration: losses, reward, episode ends and throughput.
+
+    Under torchrun the means are over every rank's batch (identical rows on all ranks) and
+    ``frames``/``fps`` count the whole job.
+    """
     nxt = data["next"]
     done = nxt["done"]
     row = {
@@ -236,12 +385,30 @@ def _log_row(data, stats: dict[str, float], frames: int, t_start: float) -> dict
         "fps": frames / (time.perf_counter() - t_start),
         **stats,
     }
-    for key in ("episode_cte_mean", "episode_progress", "episode_completion"):
+    for key in _EPISODE_KEYS:
         if key in nxt.keys():
             vals = nxt[key][done.squeeze(-1)]
             if vals.numel():
                 row[key] = float(vals.float().mean())
+    if ctx is not None and ctx.enabled:
+        row = _job_row(nxt, row, ctx)
     return row
+
+
+def _job_row(nxt, row: dict[str, float], ctx: DistContext) -> dict[str, float]:
+    """``row`` with its means taken over every rank (episode means weighted by episode ends)."""
+    ends = float(nxt["done"].sum())
+    local = {k: (v, 1.0) for k, v in row.items() if k not in ("frames", "fps")}
+    for key in _EPISODE_KEYS:
+        if key in nxt.keys():
+            local[key] = (row.get(key, 0.0), ends if key in row else 0.0)
+    out = {**row, **distributed.weighted_means(local, ctx)}
+    out["effective_batch"] = float(ctx.world_size * nxt.numel())
+    return out
+
+
+#: Per-episode values the env reports when a car's episode ends.
+_EPISODE_KEYS = ("episode_cte_mean", "episode_progress", "episode_completion")
 
 
 def _describe(row: dict[str, float]) -> str:

@@ -8,6 +8,9 @@ Examples::
     s3 distill train --backend trans --dataset data/default --out runs/trans --horizon 5
     # compare the shipped checkpoints with a new one on the held-out sessions
     s3 distill evaluate --checkpoint bicycle ddm runs/trans/trans --dataset data/default --out ev
+    # data-parallel on 4 GPUs (each update sees 4 x batch-size windows)
+    torchrun --nproc-per-node 4 -m gym_s3.distill train --all --dataset data/default \
+        --out runs/ddp --device cuda
 """
 
 from __future__ import annotations
@@ -62,6 +65,11 @@ def register(subparsers: Any) -> None:
     tr.add_argument("--threads", type=int, default=None, help="torch CPU threads [count]")
     tr.add_argument("--val-fraction", type=float, default=0.15, help="share of held-out sessions")
     tr.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    tr.add_argument(
+        "--dist-timeout", type=float, default=None,
+        help="under torchrun: seconds a rank waits for the others in a collective before the "
+        "job stops with an error (default: $S3_DIST_TIMEOUT_S or 300) [s]",
+    )  # fmt: skip
     tr.set_defaults(func=run_train)
 
     ev = sub.add_parser(
@@ -110,9 +118,10 @@ def _load_dataset(path: str, val_fraction: float):
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """``s3 distill train``."""
+    """``s3 distill train`` (one process, or one rank of a torchrun job)."""
     import torch
 
+    from gym_s3 import distributed
     from gym_s3.distill import recipes
 
     _threads(args.threads)
@@ -125,13 +134,15 @@ def run_train(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in overrides.items() if v is not None}
     overrides.update(seed=args.seed, device=args.device, progress=not args.no_progress)
     torch.manual_seed(args.seed)
-    dataset = _load_dataset(args.dataset, args.val_fraction)
-    command = _command(args, names)
-    written = recipes.run(
-        dataset, args.out, names, overrides=overrides, history=args.history, command=command
-    )
-    for name, path in written.items():
-        print(f"{name}: {path}")
+    with distributed.launch(args.device, timeout_s=args.dist_timeout) as ctx:
+        dataset = _load_dataset(args.dataset, args.val_fraction)
+        command = _command(args, names)
+        written = recipes.run(
+            dataset, args.out, names, overrides=overrides, history=args.history, command=command
+        )
+    if ctx.is_main:
+        for name, path in written.items():
+            print(f"{name}: {path}")
     return 0
 
 

@@ -15,6 +15,10 @@ Command-line options (epochs, batch size, learning rate, horizon, seed, device) 
 recipe alike. Each recipe seeds its own initialisation and shuffling, so training backends in
 separate runs (``--backend ddm``, ``--backend trans``, ...) gives the same checkpoints as ``--all``
 (on the same machine and thread count).
+
+Under ``torchrun`` every rank loads the dataset and trains each recipe data-parallel (see
+:mod:`gym_s3.distill.train`); only rank 0 writes the checkpoints and logs, and the others wait
+until they exist.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 import torch
 
+from gym_s3 import checkpoints, distributed
 from gym_s3.distill.train import TrainConfig, TrainResult, train
 from gym_s3.distill.windows import TensorWindows
 from gym_s3.dynamics import DynamicsBackend, make, save
@@ -103,10 +108,14 @@ def run(
         log: progress messages.
 
     Returns:
-        backend name -> sidecar path.
+        backend name -> sidecar path (on every rank once rank 0 has written them).
     """
+    ctx = distributed.current()
+    if not ctx.is_main:
+        log = _quiet
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if ctx.is_main:
+        out.mkdir(parents=True, exist_ok=True)
     train_split, val_split = dataset.split("train"), dataset.split("val")
     if not val_split.episodes:
         raise ConfigError(
@@ -144,12 +153,26 @@ def run(
             "base_from": recipe.base_from,
             "command": command,
         }
-        written[name] = save(
-            backend, out / name, dataset_hash=dataset.content_hash, training=summary
-        )
+        if ctx.enabled:
+            summary["distributed"] = {
+                "world_size": ctx.world_size,
+                "backend": ctx.backend,
+                "effective_batch_size": cfg.batch_size * ctx.world_size,
+            }
+        written[name] = checkpoints.checkpoint_paths(out / name)[1]
+        if ctx.is_main:
+            written[name] = save(
+                backend, out / name, dataset_hash=dataset.content_hash, training=summary
+            )
+        distributed.barrier(ctx)
         trained[name] = backend
         log(
             f"'{name}': best validation loss {result.best_val_loss:.5f} at epoch "
             f"{result.best_epoch} ({result.seconds:.0f} s) -> {written[name]}"
         )
     return written
+
+
+def _quiet(message: str) -> None:
+    """Drop a progress message (ranks other than 0 stay silent)."""
+    del message

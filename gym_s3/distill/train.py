@@ -6,6 +6,13 @@ decay, gradient clipping, validation on held-out sessions after every epoch (and
 training), early stopping on the validation loss with the best weights restored, a CSV log per
 epoch and a rich progress bar. Runs are deterministic from the seed on a given machine and
 thread count (the shuffling uses its own generator; CPU kernels are deterministic).
+
+Under ``torchrun`` (see :mod:`gym_s3.distributed`) every rank draws the same shuffled order and
+trains on its strided shard of it (``DistributedSampler``'s split), gradients are averaged by
+DistributedDataParallel (so one update sees ``world_size * batch_size`` windows), the validation
+loss is summed over the ranks' shards of the validation windows, so early stopping decides alike
+on every rank, and only rank 0 writes the CSV log and shows progress. Without ``batches_per_epoch``
+an epoch is one pass of all ranks together over the training windows.
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
+from gym_s3 import distributed
 from gym_s3.data.windows import NormStats
 from gym_s3.distill.loss import rollout_loss
 from gym_s3.distill.windows import WindowSource, fixed_subset
@@ -137,6 +145,32 @@ def _to(batch: dict[str, Tensor], device: torch.device | str) -> dict[str, Tenso
     return {k: v.to(device) for k, v in batch.items()}
 
 
+class _RolloutLoss(nn.Module):
+    """The training loss as a module, so DistributedDataParallel can wrap its forward."""
+
+    def __init__(self, backend: DynamicsBackend) -> None:
+        super().__init__()
+        self.backend = backend
+
+    def forward(self, batch: dict[str, Tensor], horizon: int, delta_std: Tensor) -> Tensor:
+        """:func:`rollout_loss` of ``batch`` (a scalar)."""
+        return rollout_loss(self.backend, batch, horizon, delta_std)
+
+
+def _epoch_order(n: int, need: int, gen: torch.Generator, ctx: distributed.DistContext) -> Tensor:
+    """This rank's shuffled window indices of one epoch (at least ``need`` of them).
+
+    Every rank draws the same permutations of ``range(n)`` (one more while the ranks together
+    need more than ``n``) and keeps its strided shard.
+    """
+    order = torch.randperm(n, generator=gen)
+    total = need * ctx.world_size
+    if total > len(order):
+        reps = -(-total // len(order))
+        order = torch.cat([torch.randperm(n, generator=gen) for _ in range(reps)])
+    return distributed.shard(order, ctx)
+
+
 def _trainable(backend: DynamicsBackend, freeze: tuple[str, ...]) -> list[torch.nn.Parameter]:
     params = []
     for name, p in backend.named_parameters():
@@ -171,7 +205,7 @@ def train(
         label: name shown on the progress bar.
 
     Returns:
-        The per-epoch log and the best epoch.
+        The per-epoch log and the best epoch (identical on every rank under torchrun).
     """
     for name, src in (("training", train_windows), ("validation", val_windows)):
         if src.horizon < config.horizon or len(src) == 0:
@@ -181,23 +215,29 @@ def train(
                 f"{config.horizon}"
             )
     start = time.perf_counter()
-    device = torch.device(config.device)
-    torch.manual_seed(config.seed)
-    gen = torch.Generator().manual_seed(config.seed)
+    ctx = distributed.current()
+    device = ctx.device(config.device)
+    torch.manual_seed(ctx.seed(config.seed))
+    gen = torch.Generator().manual_seed(config.seed)  # the same order on every rank
     backend.to(device)
     if isinstance(backend, LearnedBackend):
         backend.set_norm_stats(stats)
     delta_std = stats.delta_std.to(device)
     params = _trainable(backend, config.freeze)
-    per_epoch = config.batches_per_epoch or max(1, len(train_windows) // config.batch_size)
+    loss_of = distributed.wrap(_RolloutLoss(backend), ctx)
+    joint = config.batch_size * ctx.world_size
+    per_epoch = config.batches_per_epoch or max(1, len(train_windows) // joint)
     opt = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(
         opt, T_max=config.epochs * per_epoch, eta_min=config.lr * config.lr_final
     )
-    val_idx = fixed_subset(val_windows, config.val_windows)
+    val_idx = distributed.shard(fixed_subset(val_windows, config.val_windows), ctx)
 
     def validate() -> float:
-        return evaluate_loss(backend, val_windows, val_idx, config.horizon, delta_std, device)
+        loss = evaluate_loss(backend, val_windows, val_idx, config.horizon, delta_std, device)
+        if not ctx.enabled:
+            return loss
+        return distributed.weighted_means({"val": (loss, float(len(val_idx)))}, ctx)["val"]
 
     result = TrainResult(trainable_params=sum(p.numel() for p in params))
     best = validate()
@@ -205,26 +245,23 @@ def train(
     result.best_val_loss, result.best_epoch = best, 0
     rows = [{"epoch": 0, "train_loss": None, "val_loss": best, "lr": config.lr,
              "skipped": 0, "seconds": time.perf_counter() - start}]  # fmt: skip
+    log_csv = log_csv if ctx.is_main else None
     _write_csv(log_csv, rows)
     bad = 0
-    progress = _progress(config.progress)
+    progress = _progress(config.progress and ctx.is_main)
     with progress:
         task = progress.add_task(label or backend.name, total=config.epochs * per_epoch)
         for epoch in range(1, config.epochs + 1):
             backend.train()
-            order = torch.randperm(len(train_windows), generator=gen)
-            if per_epoch * config.batch_size > len(order):
-                reps = -(-per_epoch * config.batch_size // len(order))
-                order = torch.cat([torch.randperm(len(train_windows), generator=gen)
-                                   for _ in range(reps)])  # fmt: skip
+            order = _epoch_order(len(train_windows), per_epoch * config.batch_size, gen, ctx)
             total, count, skipped = 0.0, 0, 0
             for b in range(per_epoch):
                 idx = order[b * config.batch_size : (b + 1) * config.batch_size]
                 batch = _to(train_windows.batch(idx), device)
-                loss = rollout_loss(backend, batch, config.horizon, delta_std)
+                loss = loss_of(batch, config.horizon, delta_std)
                 opt.zero_grad(set_to_none=True)
-                if not torch.isfinite(loss):
-                    skipped += 1
+                if not distributed.all_true(bool(torch.isfinite(loss)), ctx):
+                    skipped += 1  # on every rank alike, so the gradient all-reduces pair up
                 else:
                     loss.backward()
                     torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
@@ -235,7 +272,10 @@ def train(
                 progress.update(task, advance=1, description=_desc(label or backend.name,
                                 epoch, total / max(count, 1), best))  # fmt: skip
             val = validate()
-            rows.append({"epoch": epoch, "train_loss": total / max(count, 1), "val_loss": val,
+            train_loss = total / max(count, 1)
+            if ctx.enabled:
+                train_loss = distributed.weighted_means({"t": (train_loss, 1.0)}, ctx)["t"]
+            rows.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val,
                          "lr": sched.get_last_lr()[0], "skipped": skipped,
                          "seconds": time.perf_counter() - start})  # fmt: skip
             _write_csv(log_csv, rows)
