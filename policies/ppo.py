@@ -95,7 +95,7 @@ def build_modules(config: PPOConfig):
 
 
 def _actor_module(net: torch.nn.Module):
-    """``ProbabilisticActor`` (TanhNormal over ``[-1, 1]^2``) around an actor network."""
+    """``ProbabilisticActor`` (TanhNormal over ``[-1, 1]^2``) around ``net`` (or its DDP)."""
     from tensordict.nn import TensorDictModule
     from torchrl.modules import ProbabilisticActor, TanhNormal
 
@@ -109,7 +109,7 @@ def _actor_module(net: torch.nn.Module):
 
 
 def _critic_module(net: torch.nn.Module):
-    """``ValueOperator`` around a critic network."""
+    """``ValueOperator`` around ``net`` (or its DDP)."""
     from torchrl.modules import ValueOperator
 
     return ValueOperator(net, in_keys=["observation"])
@@ -117,20 +117,12 @@ def _critic_module(net: torch.nn.Module):
 
 def build_loss(config: PPOConfig, actor_net, critic_net, actor, critic,
                ctx: DistContext | None = None):  # fmt: skip
-    """The clipped PPO loss of the run.
+    """The clipped PPO loss over the modules of :func:`build_modules`.
 
-    In a single process it acts on ``actor``/``critic`` and standardises the advantage of each
-    minibatch itself. Under ``torchrun`` it acts on DistributedDataParallel copies of
-    ``actor_net``/``critic_net`` (same parameters, gradients averaged over ranks) and expects
-    minibatches prepared by :func:`minibatch_loss` (advantage standardised job-wide).
-
-    Args:
-        config: run settings.
-        actor_net: the actor network (``(N, F) -> loc, scale``).
-        critic_net: the critic network (``(N, F) -> (N, 1)``).
-        actor: the TorchRL actor around ``actor_net`` (from :func:`build_modules`).
-        critic: the TorchRL value operator around ``critic_net``.
-        ctx: the process's place in the job (default: the current one).
+    In one process it acts on ``actor``/``critic`` and standardises each minibatch's advantage
+    itself. Under torchrun (``ctx``, default: the current job) it acts on DistributedDataParallel
+    wrappers of ``actor_net``/``critic_net`` (same parameters, gradients averaged over ranks) and
+    expects the advantage standardised job-wide by :func:`minibatch_loss`.
     """
     from torchrl.objectives import ClipPPOLoss
 
@@ -152,10 +144,9 @@ def build_loss(config: PPOConfig, actor_net, critic_net, actor, critic,
 def minibatch_loss(loss_fn, minibatch, ctx: DistContext | None = None):
     """Losses of one minibatch (TensorDict of ``(B,)`` frames with ``advantage (B, 1)``).
 
-    Under ``torchrun`` the advantage is first standardised with the mean and unbiased standard
-    deviation of the minibatches of all ranks (TorchRL's formula, ``(A - mean) / max(std,
-    1e-6)``), so the averaged gradient equals the single-process gradient on the concatenated
-    minibatch.
+    Under torchrun the advantage is first standardised with the mean and unbiased std of every
+    rank's minibatch (TorchRL's ``(A - mean) / max(std, 1e-6)``), so the averaged gradient equals
+    one process's gradient on the concatenated minibatch.
     """
     ctx = ctx or distributed.current()
     if ctx.enabled:
@@ -196,7 +187,7 @@ def train(
             ``config.eval_every`` iterations on rank 0 (see
             :func:`policies.evaluate.evaluate_distilled`).
         dist_timeout_s: collective timeout under torchrun [s] (default: ``$S3_DIST_TIMEOUT_S``
-            or 300 s); ignored in a single process.
+            or 300 s).
 
     Returns:
         the :class:`TrainResult` (the same on every rank, apart from timings and ``eval/*``).
@@ -318,11 +309,10 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
 
 
 def update_norm(norm: RunningNorm, obs, ctx: DistContext) -> None:
-    """Merge a batch ``(..., F)`` into the observation normaliser.
+    """Merge a batch ``(..., F)`` into the observation normaliser (:meth:`RunningNorm.update`).
 
-    In one process this is :meth:`RunningNorm.update`. Under torchrun the batch is the union of
-    every rank's batch: its count, mean and variance are all-reduced first and merged with the
-    same parallel (Chan et al.) update, so the normaliser stays identical on every rank.
+    Under torchrun the batch is the union of every rank's batch: its all-reduced count, mean and
+    variance are merged by the same (Chan et al.) update, so every rank's normaliser is equal.
     """
     if not ctx.enabled:
         norm.update(obs)
@@ -343,8 +333,7 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim,
             ctx: DistContext | None = None) -> dict[str, float]:  # fmt: skip
     """GAE on the batch, then ``epochs`` passes of minibatch PPO updates (this rank's losses).
 
-    Every rank has the same number of frames, hence the same number of minibatches, so the
-    gradient all-reduces of DistributedDataParallel pair up.
+    Ranks have equal frame counts, hence equal minibatch counts: DDP's all-reduces pair up.
     """
     ctx = ctx or DistContext()
     with torch.no_grad():
@@ -372,8 +361,7 @@ def _log_row(data, stats: dict[str, float], frames: int, t_start: float,
              ctx: DistContext | None = None) -> dict[str, float]:  # fmt: skip
     """Scalars of one iteration: losses, reward, episode ends and throughput.
 
-    Under torchrun the means are over every rank's batch (identical rows on all ranks) and
-    ``frames``/``fps`` count the whole job.
+    Under torchrun the means are over every rank's batch and ``frames``/``fps`` count the job.
     """
     nxt = data["next"]
     done = nxt["done"]

@@ -1,24 +1,9 @@
-"""Data-parallel training on ``torch.distributed``, as launched by ``torchrun``.
+"""Joining a torchrun job: rank, world size, device, seed, timeouts and failure reports.
 
-``s3 train`` and ``s3 distill train`` run unchanged under
-``torchrun --nproc-per-node K ...``: torchrun starts K processes and tells each one its place
-through the environment variables ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and
-``MASTER_PORT``. :func:`launch` reads them, joins the process group (``gloo`` on CPU, ``nccl`` on
-CUDA) with a timeout on every collective operation, and gives the training loops a
-:class:`DistContext`: rank, world size, the rank's device and seed, and whether it is the main
-rank (rank 0, the only one that logs, evaluates and writes files). Without those variables (or
-with ``WORLD_SIZE=1``) everything is a no-op and single-process runs are unchanged.
-
-Gradients are averaged by :class:`torch.nn.parallel.DistributedDataParallel` (:func:`wrap`); the
-small collectives the loops need besides (an agreed stop flag, batch moments of the observation
-normaliser, statistics of the advantage, weighted means for logs) are the helpers below, each a
-no-op returning the local value in a single process.
-
-Failures: a rank that raises reports its rank and cause on stderr (and to torchrun's error file)
-and leaves the group at once, so the other ranks see the connection close instead of waiting;
-a rank that stops answering makes the others' collectives time out after ``timeout_s``. Either
-way the surviving ranks raise :class:`PeerFailedError`, which names the rank, the timeout and
-what to check, instead of hanging.
+:func:`launch` reads torchrun's environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
+``MASTER_ADDR``, ``MASTER_PORT``), joins the process group with a timeout on every collective and
+turns a peer's failure into :class:`PeerFailedError`; :func:`current` describes the process's
+place in the job as a :class:`DistContext`.
 """
 
 from __future__ import annotations
@@ -27,12 +12,11 @@ import datetime
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor, nn
 
 from gym_s3.errors import ConfigError, S3Error
 
@@ -290,129 +274,3 @@ def _report_local_failure(ctx: DistContext, exc: BaseException) -> None:
         from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 
         get_error_handler().record_exception(exc)
-
-
-def wrap(module: nn.Module, ctx: DistContext) -> nn.Module:
-    """``module`` wrapped in DistributedDataParallel (bucketed gradient all-reduce), if enabled.
-
-    Parameters are broadcast from rank 0 at construction, so every rank starts from rank 0's
-    weights. Buffers are not re-broadcast on each forward: the loops keep them identical
-    themselves (e.g. the observation normaliser merges all-reduced moments).
-    """
-    if not ctx.enabled:
-        return module
-    from torch.nn.parallel import DistributedDataParallel
-
-    ids = [ctx.local_rank] if ctx.backend == "nccl" else None
-    return DistributedDataParallel(module, device_ids=ids, forward_sync_buffers=False)
-
-
-def agree(flag: bool, ctx: DistContext) -> bool:
-    """Rank 0's ``flag`` on every rank (e.g. the time-budget stop decision)."""
-    if not ctx.enabled:
-        return bool(flag)
-    import torch.distributed as dist
-
-    t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=ctx.comm_device)
-    dist.broadcast(t, src=0)
-    return bool(t.item())
-
-
-def all_true(flag: bool, ctx: DistContext) -> bool:
-    """Whether ``flag`` holds on every rank."""
-    if not ctx.enabled:
-        return bool(flag)
-    import torch.distributed as dist
-
-    t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=ctx.comm_device)
-    dist.all_reduce(t, op=dist.ReduceOp.MIN)
-    return bool(t.item())
-
-
-def _sum(t: Tensor, ctx: DistContext) -> Tensor:
-    """Sum of ``t`` over ranks (returned on ``t``'s device)."""
-    if not ctx.enabled:
-        return t
-    import torch.distributed as dist
-
-    buf = t.to(ctx.comm_device).clone()
-    dist.all_reduce(buf)
-    return buf.to(t.device)
-
-
-def weighted_means(values: Mapping[str, tuple[float, float]], ctx: DistContext
-                   ) -> dict[str, float]:  # fmt: skip
-    """Job-wide weighted means: ``sum(value * weight) / sum(weight)`` over ranks, per key.
-
-    Args:
-        values: key -> ``(value, weight)`` of this rank; every rank passes the same keys (give
-            weight 0 where a rank has no value).
-        ctx: this process's place in the job.
-
-    Returns:
-        key -> mean, for the keys with a positive total weight.
-    """
-    keys = list(values)
-    w = torch.tensor([values[k][1] for k in keys], dtype=torch.float64)
-    v = torch.tensor([values[k][0] if values[k][1] > 0 else 0.0 for k in keys],
-                     dtype=torch.float64)  # fmt: skip
-    total = _sum(torch.cat([v * w, w]), ctx)
-    return {k: float(total[i] / total[len(keys) + i]) for i, k in enumerate(keys)
-            if total[len(keys) + i] > 0}  # fmt: skip
-
-
-def global_moments(x: Tensor, ctx: DistContext) -> tuple[int, Tensor, Tensor]:
-    """Count, mean and population variance of the finite rows of ``x`` over all ranks.
-
-    Two passes in float64 (sum, then the squared deviations from the job-wide mean), so the
-    result equals the moments of every rank's rows concatenated, to float64 rounding.
-
-    Args:
-        x: ``(..., F)`` samples of this rank; rows with a non-finite entry are ignored.
-        ctx: this process's place in the job.
-
-    Returns:
-        ``(n, mean (F,), var (F,))`` in float64 on ``x``'s device (``n == 0``: zeros).
-    """
-    flat = x.reshape(-1, x.shape[-1]).to(torch.float64)
-    flat = flat[torch.isfinite(flat).all(dim=-1)]
-    n_sum = _sum(torch.cat([flat.new_tensor([flat.shape[0]]), flat.sum(dim=0)]), ctx)
-    n = int(n_sum[0].item())
-    if n == 0:
-        zeros = flat.new_zeros(x.shape[-1])
-        return 0, zeros, zeros
-    mean = n_sum[1:] / n
-    m2 = _sum((flat - mean).square().sum(dim=0), ctx)
-    return n, mean, m2 / n
-
-
-def global_mean_std(x: Tensor, ctx: DistContext) -> tuple[Tensor, Tensor]:
-    """Mean and unbiased standard deviation of every element of ``x`` over all ranks.
-
-    Equal, to rounding, to ``cat(all ranks' x).mean()`` and ``.std()`` (Bessel-corrected, as
-    ``torch.std``); scalars in ``x``'s dtype and device.
-    """
-    flat = x.detach().reshape(-1, 1)
-    n, mean, var = global_moments(flat, ctx)
-    std = torch.sqrt(var * n / max(n - 1, 1))
-    return mean[0].to(x.dtype), std[0].to(x.dtype)
-
-
-def shard(index: Tensor, ctx: DistContext) -> Tensor:
-    """This rank's part ``index[rank::world_size]`` of an order every rank drew alike.
-
-    The shards of the ranks are disjoint and together cover ``index`` (the strided split of
-    :class:`torch.utils.data.DistributedSampler`, without its padding).
-    """
-    return index[ctx.rank :: ctx.world_size] if ctx.enabled else index
-
-
-def barrier(ctx: DistContext) -> None:
-    """Wait until every rank gets here (e.g. after rank 0 wrote a checkpoint)."""
-    if ctx.enabled:
-        import torch.distributed as dist
-
-        if ctx.backend == "nccl":
-            dist.barrier(device_ids=[ctx.local_rank])
-        else:
-            dist.barrier()
