@@ -20,7 +20,7 @@ from typing import Any
 
 from gym_s3.errors import DataFormatError
 
-#: Open-loop columns: (metric, horizon in steps).
+#: Open-loop columns: (metric, horizon in steps); missing horizons are left out.
 OPEN_LOOP_COLUMNS: tuple[tuple[str, int], ...] = (("position", 20), ("position", 60))
 
 
@@ -62,7 +62,8 @@ def build_scorecard(
         policy_runs: backend -> its policy's evaluation runs in the high-fidelity simulator.
 
     Returns:
-        rows sorted by backend order of the open-loop report.
+        rows in the backend order of the open-loop report, for the backends whose policy was
+        evaluated.
     """
     results = open_loop.get("results")
     if not isinstance(results, Mapping):
@@ -70,9 +71,12 @@ def build_scorecard(
                               "`s3 distill evaluate`")  # fmt: skip
     rows = []
     for backend, res in results.items():
+        if backend not in policy_runs:
+            continue  # no policy of this backend was evaluated: nothing to compare
         row: dict[str, Any] = {"backend": backend}
         for metric, h in OPEN_LOOP_COLUMNS:
-            row[f"{metric}@{h}"] = float(res["all"][metric][str(h)])
+            value = res["all"][metric].get(str(h))
+            row[f"{metric}@{h}"] = float("nan") if value is None else float(value)
         row.update(policy_quality(policy_runs.get(backend, ())))
         rows.append(row)
     acc = _ranks({r["backend"]: (-r["position@20"],) for r in rows})
@@ -98,13 +102,15 @@ def scorecard_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
             f"{r['completion']:.2f} | {r['cte_mean']:.2f} | {r['completed']} / {r['failed']} | "
             f"{r['rank_accuracy']} | {r['rank_policy']} |"
         )
-    agree = all(r["rank_accuracy"] == r["rank_policy"] for r in rows)
     lines.append("")
-    lines.append(
-        "Open-loop accuracy and policy quality rank the backends "
-        + ("the same way." if agree else "differently: prediction accuracy alone does not rank "
-           "a backend as a training environment.")
-    )  # fmt: skip
+    if len(rows) < 2:
+        lines.append("Only one backend's policy was evaluated: no ranking to compare.")
+    elif all(r["rank_accuracy"] == r["rank_policy"] for r in rows):
+        lines.append("Open-loop accuracy and policy quality rank the backends the same way.")
+    else:
+        lines.append("Open-loop accuracy and policy quality rank the backends differently: "
+                     "prediction accuracy alone does not rank a backend as a training "
+                     "environment.")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -81,7 +81,7 @@ def valid_anchors(table: RowTable, history: int, horizon: int, stride: int = 1) 
     if stride < 1:
         raise ConfigError(f"stride must be >= 1, got {stride}")
     r = table.num_rows
-    k = torch.arange(history - 1, r - horizon, stride)
+    k = torch.arange(history - 1, max(r - horizon, history - 1), stride)  # empty if too short
     first, last = k - history + 1, k + horizon
     ok = table.segment[first] == table.segment[last]
     ok &= (table.fault_count[last + 1] - table.fault_count[first]) == 0

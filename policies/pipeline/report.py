@@ -59,7 +59,7 @@ def _policy_table(results: Mapping[str, str]) -> str:
 
 
 def _speedup_table(speed: Mapping[str, Any]) -> str:
-    lines = [f"High-fidelity baseline: S3BeamNG-v0 on the open stand-in, one car: "
+    lines = [f"High-fidelity baseline: S3BeamNG-v0 on the open stand-in (compiled), one car: "
              f"**{speed['standin_steps_per_s']:.1f} env steps/s**.", "",
              f"| backend | S3Distilled-v0 env steps/s (N = {speed['num_envs']}) | speed-up |",
              "|---|---|---|"]  # fmt: skip

@@ -41,6 +41,7 @@ class PipelineConfig:
         data_overrides: fields of the data preset to replace (e.g. ``{"waves": 1}``).
         distill_backends: backends trained in this run (the rest use shipped checkpoints).
         distill_overrides: training settings applied to every distilled backend (e.g. epochs).
+        open_loop_horizons: horizons of the open-loop evaluation [steps of 50 ms].
         policy_backends: policies trained in this run (the rest use shipped policies).
         ppo_preset_overrides: PPO settings applied to every trained policy.
         eval_policies: policies evaluated in the stand-in.
@@ -57,6 +58,7 @@ class PipelineConfig:
     data_overrides: dict[str, Any] = field(default_factory=dict)
     distill_backends: tuple[str, ...] = BACKENDS
     distill_overrides: dict[str, Any] = field(default_factory=dict)
+    open_loop_horizons: tuple[int, ...] = (1, 5, 20, 60)
     policy_backends: tuple[str, ...] = POLICIES
     ppo_preset_overrides: dict[str, Any] = field(default_factory=dict)
     eval_policies: tuple[str, ...] = POLICIES
@@ -110,6 +112,7 @@ PRESETS: dict[str, PipelineConfig] = {
         data_preset="tiny",
         distill_backends=("bicycle",),
         distill_overrides={"epochs": 1, "batches_per_epoch": 5},
+        open_loop_horizons=(1, 5, 20),
         policy_backends=("bicycle",),
         ppo_preset_overrides={
             "num_envs": 64,
@@ -163,7 +166,7 @@ def run_pipeline(
     outcomes["distill"] = run_stage(
         root, "distill",
         {**common, "data": outcomes["data"].key, "backends": list(config.distill_backends),
-         "overrides": config.distill_overrides},
+         "overrides": config.distill_overrides, "horizons": list(config.open_loop_horizons)},
         lambda d: steps.stage_distill(d, config, outcomes["data"]), log=log,
     )  # fmt: skip
     outcomes["train"] = run_stage(

@@ -13,7 +13,6 @@ from policies.pipeline.run import BACKENDS, PipelineConfig
 from policies.pipeline.stages import StageOutcome
 
 POLICY_ASSETS = Path(__file__).resolve().parent.parent / "assets"
-OPEN_LOOP_HORIZONS = (1, 5, 20, 60)
 
 
 def shipped_policy(name: str) -> Path:
@@ -61,12 +60,13 @@ def stage_distill(folder: Path, config: PipelineConfig, data: StageOutcome) -> d
         if name not in checkpoints:
             checkpoints[name] = str(default_checkpoint(name))
     val = dataset.split("val")
-    windows = TensorWindows(val.windows(10, max(OPEN_LOOP_HORIZONS), stride=4))
+    horizons = config.open_loop_horizons
+    windows = TensorWindows(val.windows(10, max(horizons), stride=4))
     models = {name: load(path) for name, path in checkpoints.items()}
     report = evaluate(
         models,
         windows,
-        OPEN_LOOP_HORIZONS,
+        horizons,
         meta={"dataset_hash": dataset.content_hash, "checkpoints": checkpoints},
     )
     path = write_report(report, folder / "open_loop")  # fmt: skip
@@ -154,13 +154,13 @@ def _distilled_rate(backend: str, checkpoint: str, n: int, seconds: float) -> fl
 
 
 def _standin_rate(seconds: float) -> float:
-    """Env steps per second of ``S3BeamNG-v0`` on the open stand-in (one car)."""
+    """Env steps per second of ``S3BeamNG-v0`` on the fast (compiled) open stand-in, one car."""
     import gymnasium as gym
     import numpy as np
 
     import gym_s3  # noqa: F401
 
-    env = gym.make("S3BeamNG-v0", standin=True)
+    env = gym.make("S3BeamNG-v0", standin=True, standin_fast=True)
     env.reset(seed=0)
     action = np.array([0.0, 0.3], dtype=np.float32)
     steps, began = 0, time.perf_counter()
