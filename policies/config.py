@@ -53,7 +53,7 @@ class PPOConfig:
     obs_mode: str = "default"
     num_envs: int = 2048
     rollout_steps: int = 32
-    total_frames: int = 20_000_000
+    total_frames: int = 24_000_000
     time_budget_s: float | None = None
     epochs: int = 3
     minibatch_size: int = 16384
