@@ -59,7 +59,8 @@ def _policy_table(results: Mapping[str, str]) -> str:
 
 
 def _speedup_table(speed: Mapping[str, Any]) -> str:
-    lines = [f"High-fidelity baseline: S3BeamNG-v0 on the open stand-in (compiled), one car: "
+    kind = "compiled" if speed.get("standin_compiled") else "eager float64"
+    lines = [f"High-fidelity baseline: S3BeamNG-v0 on the open stand-in ({kind}), one car: "
              f"**{speed['standin_steps_per_s']:.1f} env steps/s**.", "",
              f"| backend | S3Distilled-v0 env steps/s (N = {speed['num_envs']}) | speed-up |",
              "|---|---|---|"]  # fmt: skip

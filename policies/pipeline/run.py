@@ -48,7 +48,9 @@ class PipelineConfig:
         eval_surfaces: base surfaces of the evaluation laps.
         eval_ice_patches: ice-patch counts of the evaluation laps.
         eval_max_steps: cap on the steps of each evaluation run (None: full lap).
-        gif_every: keep a GIF frame every this many steps of the first run of each policy.
+        gif_every: keep a GIF frame every this many steps of the evaluation runs.
+        fast_standin: compiled float32 stand-in physics for evaluation and the speed-up baseline
+            (one-off compilation of up to a minute, then about 10x faster).
         speedup_num_envs: cars of the distilled-env throughput measurement.
         speedup_seconds: measuring time per backend [s].
     """
@@ -66,6 +68,7 @@ class PipelineConfig:
     eval_ice_patches: tuple[int, ...] = (0, 4)
     eval_max_steps: int | None = None
     gif_every: int = 4
+    fast_standin: bool = True
     speedup_num_envs: int = 4096
     speedup_seconds: float = 5.0
 
@@ -131,6 +134,7 @@ PRESETS: dict[str, PipelineConfig] = {
         eval_ice_patches=(2,),
         eval_max_steps=40,
         gif_every=10,
+        fast_standin=False,
         speedup_num_envs=256,
         speedup_seconds=0.5,
     ),
@@ -179,13 +183,14 @@ def run_pipeline(
         root, "evaluate",
         {**common, "train": outcomes["train"].key, "policies": list(config.eval_policies),
          "surfaces": list(config.eval_surfaces), "patches": list(config.eval_ice_patches),
-         "max_steps": config.eval_max_steps, "gif_every": config.gif_every},
+         "max_steps": config.eval_max_steps, "gif_every": config.gif_every,
+         "fast_standin": config.fast_standin},
         lambda d: steps.stage_evaluate(d, config, outcomes["train"]), log=log,
     )  # fmt: skip
     outcomes["speedup"] = run_stage(
         root, "speedup",
         {**common, "distill": outcomes["distill"].key, "num_envs": config.speedup_num_envs,
-         "seconds": config.speedup_seconds},
+         "seconds": config.speedup_seconds, "fast_standin": config.fast_standin},
         lambda d: steps.stage_speedup(d, config, outcomes["distill"]), log=log,
     )  # fmt: skip
     report = write_report(root, config, outcomes, wall_s=time.perf_counter() - began)

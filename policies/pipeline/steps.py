@@ -123,6 +123,7 @@ def stage_evaluate(folder: Path, config: PipelineConfig, train: StageOutcome) ->
             seed=config.seed,
             render_every=config.gif_every,
             max_steps=config.eval_max_steps,
+            fast=config.fast_standin,
         )
         write_evaluation(
             runs, folder / name, title=f"policy '{name}' in S3BeamNG-v0 (open stand-in)"
@@ -153,14 +154,14 @@ def _distilled_rate(backend: str, checkpoint: str, n: int, seconds: float) -> fl
     return rate
 
 
-def _standin_rate(seconds: float) -> float:
-    """Env steps per second of ``S3BeamNG-v0`` on the fast (compiled) open stand-in, one car."""
+def _standin_rate(seconds: float, fast: bool) -> float:
+    """Env steps per second of ``S3BeamNG-v0`` on the open stand-in (one car)."""
     import gymnasium as gym
     import numpy as np
 
     import gym_s3  # noqa: F401
 
-    env = gym.make("S3BeamNG-v0", standin=True, standin_fast=True)
+    env = gym.make("S3BeamNG-v0", standin=True, standin_fast=fast)
     env.reset(seed=0)
     action = np.array([0.0, 0.3], dtype=np.float32)
     steps, began = 0, time.perf_counter()
@@ -174,12 +175,13 @@ def _standin_rate(seconds: float) -> float:
 
 def stage_speedup(folder: Path, config: PipelineConfig, distill: StageOutcome) -> dict[str, Any]:
     """Throughput of the distilled env per backend and of the stand-in, measured in this run."""
-    standin = _standin_rate(max(config.speedup_seconds, 2.0))
+    standin = _standin_rate(max(config.speedup_seconds, 2.0), config.fast_standin)
     rows = {}
     for name, ckpt in distill.result["checkpoints"].items():
         rate = _distilled_rate(name, ckpt, config.speedup_num_envs, config.speedup_seconds)
         rows[name] = {"steps_per_s": rate, "speedup": rate / standin}
     result = {"num_envs": config.speedup_num_envs, "standin_steps_per_s": standin,
+              "standin_compiled": config.fast_standin,
               "threads": torch.get_num_threads(), "backends": rows}  # fmt: skip
     (folder / "speedup.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
