@@ -1,7 +1,7 @@
 """Catalogue cases of the ``s3`` command line: missing paths, unwritable outputs, bad numbers.
 
 Most cases run ``gym_s3.cli.main`` in this process (the exact code of the ``s3`` entry point);
-two run ``python -m gym_s3.cli`` as a child process to cover the real process boundary. Every
+one runs ``python -m gym_s3.cli`` as a child process to cover the real process boundary. Every
 case must end with exit code 2 and a one-line error on stderr, never a traceback (checked by
 ``test_bad_inputs``).
 """
@@ -90,9 +90,6 @@ CASES: tuple[Case, ...] = (
     Case("cli-validate-foreign-file-process", _validate_foreign,
          CliExit, r"INVALID .*export\.parquet: not a readable Parquet file",
          r"regenerate or delete the file"),
-    Case("cli-summary-missing-path-process",
-         lambda w: run_cli_process(["data", "summary", str(w / "missing")]),
-         CliExit, r"missing: no such log file", r"check the path"),
     Case("cli-generate-unwritable-out", lambda w: _generate(w, out=unwritable_dir(w)),
          CliExit, r"cannot write .*out|read_only", WRITABLE),
     Case("cli-generate-negative-cars", lambda w: _generate(w, "--cars", "-3"),
