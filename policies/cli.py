@@ -16,6 +16,7 @@ def register(subparsers: Any) -> None:
 
 
 def _register_train(subparsers: Any) -> None:
+    """Add ``s3 train`` (one option per tunable :class:`PPOConfig` field)."""
     from policies.config import PRESETS, PPOConfig
 
     p = subparsers.add_parser(
@@ -78,6 +79,7 @@ def _register_train(subparsers: Any) -> None:
 
 
 def _run_train(args: argparse.Namespace) -> int:
+    """``s3 train`` (one process, or one rank of a torchrun job; only rank 0 prints)."""
     from gym_s3 import distributed
     from policies.config import preset
     from policies.ppo import train
@@ -100,6 +102,7 @@ def _run_train(args: argparse.Namespace) -> int:
 
 
 def _register_evaluate(subparsers: Any) -> None:
+    """Add ``s3 evaluate``."""
     p = subparsers.add_parser(
         "evaluate",
         help="evaluate a policy on Putnam Park laps in S3BeamNG-v0 (stand-in by default)",
@@ -145,6 +148,7 @@ def _register_evaluate(subparsers: Any) -> None:
 
 
 def _csv(text: str, kind: type) -> list:
+    """Parse a comma-separated option into ``kind`` values."""
     try:
         return [kind(x) for x in text.split(",") if x.strip()]
     except ValueError as exc:
@@ -152,6 +156,7 @@ def _csv(text: str, kind: type) -> list:
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
+    """``s3 evaluate``."""
     from policies.checkpoint import load_policy
     from policies.evaluate import evaluate_beamng
     from policies.report import write_evaluation

@@ -158,6 +158,7 @@ def minibatch_loss(loss_fn, minibatch, ctx: DistContext | None = None):
 
 
 def _logger(config: PPOConfig, out_dir: Path):
+    """The CSV or TensorBoard logger of the run (under ``<out_dir>/logs``)."""
     from torchrl.record.loggers import CSVLogger
 
     if config.logger == "tensorboard":
@@ -386,7 +387,7 @@ def _log_row(data, stats: dict[str, float], frames: int, t_start: float,
 def _job_row(nxt, row: dict[str, float], ctx: DistContext) -> dict[str, float]:
     """``row`` with its means taken over every rank (episode means weighted by episode ends)."""
     ends = float(nxt["done"].sum())
-    local = {k: (v, 1.0) for k, v in row.items() if k not in ("frames", "fps")}
+    local = {k: (v, 1.0) for k, v in row.items() if k not in ("frames", "fps", *_EPISODE_KEYS)}
     for key in _EPISODE_KEYS:
         if key in nxt.keys():
             local[key] = (row.get(key, 0.0), ends if key in row else 0.0)
@@ -400,6 +401,7 @@ _EPISODE_KEYS = ("episode_cte_mean", "episode_progress", "episode_completion")
 
 
 def _describe(row: dict[str, float]) -> str:
+    """Progress-bar text of a log row."""
     return f"PPO r={row['reward_mean']:+.3f} fps={row['fps']:.0f}"
 
 

@@ -103,6 +103,7 @@ def register(subparsers: Any) -> None:
 
 
 def _threads(n: int | None) -> None:
+    """Set the torch CPU thread count (``None``: leave it)."""
     if n is not None:
         import torch
 
@@ -112,6 +113,7 @@ def _threads(n: int | None) -> None:
 
 
 def _load_dataset(path: str, val_fraction: float):
+    """Load a dataset folder, split by session."""
     from gym_s3.data.dataset import DrivingDataset
 
     return DrivingDataset.load(Path(path), val_fraction=val_fraction)

@@ -142,6 +142,7 @@ def evaluate_loss(
 
 
 def _to(batch: dict[str, Tensor], device: torch.device | str) -> dict[str, Tensor]:
+    """The window tensors of ``batch`` on ``device``."""
     return {k: v.to(device) for k, v in batch.items()}
 
 
@@ -172,6 +173,7 @@ def _epoch_order(n: int, need: int, gen: torch.Generator, ctx: distributed.DistC
 
 
 def _trainable(backend: DynamicsBackend, freeze: tuple[str, ...]) -> list[torch.nn.Parameter]:
+    """Mark parameters under the ``freeze`` prefixes as frozen; return the trained ones."""
     params = []
     for name, p in backend.named_parameters():
         frozen = any(name.startswith(prefix) for prefix in freeze)
@@ -234,6 +236,7 @@ def train(
     val_idx = distributed.shard(fixed_subset(val_windows, config.val_windows), ctx)
 
     def validate() -> float:
+        """Validation loss over the (job-wide) validation windows."""
         loss = evaluate_loss(backend, val_windows, val_idx, config.horizon, delta_std, device)
         if not ctx.enabled:
             return loss
@@ -298,10 +301,12 @@ def train(
 
 
 def _desc(name: str, epoch: int, train_loss: float, best: float) -> str:
+    """Progress-bar text."""
     return f"{name} epoch {epoch} train {train_loss:.4f} best val {best:.4f}"
 
 
 def _progress(enabled: bool):
+    """A rich progress bar (disabled: a no-op context)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     return Progress(
@@ -314,6 +319,7 @@ def _progress(enabled: bool):
 
 
 def _write_csv(path: str | Path | None, rows: list[dict[str, float]]) -> None:
+    """Rewrite the CSV log with ``rows`` (nothing if ``path`` is None)."""
     if path is None:
         return
     path = Path(path)

@@ -77,7 +77,7 @@ def weighted_means(values: Mapping[str, tuple[float, float]], ctx: DistContext
     Returns:
         key -> mean, for the keys with a positive total weight.
     """
-    keys = list(values)
+    keys = sorted(values)  # the same order on every rank
     w = torch.tensor([values[k][1] for k in keys], dtype=torch.float64)
     v = torch.tensor([values[k][0] if values[k][1] > 0 else 0.0 for k in keys],
                      dtype=torch.float64)  # fmt: skip

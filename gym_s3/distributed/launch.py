@@ -262,6 +262,7 @@ def peer_failure_message(ctx: DistContext, exc: BaseException) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` of ``exc``."""
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 

@@ -168,10 +168,23 @@ def _distill_run(ctx, out: Path, dataset_dir: Path) -> None:
     (out / f"recipes_rank{ctx.rank}.json").write_text(json.dumps(exists))
 
 
+def _collectives(ctx, out: Path) -> None:
+    """The small collectives with rank-dependent inputs (keys given in different orders)."""
+    mine = {"a": (1.0, 1.0), "b": (10.0, 2.0)} if ctx.rank == 0 else {"b": (20.0, 1.0),
+                                                                      "a": (3.0, 0.0)}  # fmt: skip
+    result = {
+        "means": distributed.weighted_means(mine, ctx),
+        "agree": distributed.agree(ctx.rank == 0, ctx),
+        "all_true": distributed.all_true(ctx.rank == 0, ctx),
+    }
+    (out / f"collectives_rank{ctx.rank}.json").write_text(json.dumps(result))
+
+
 def checks(rank: int, out: Path, dataset_dir: str) -> None:
     """The worker of the main two-process job: gradients, normaliser, PPO run, distillation."""
     with distributed.launch("cpu", timeout_s=TIMEOUT_S) as ctx:
         assert ctx.rank == rank and ctx.world_size == 2 and ctx.backend == "gloo"
+        _collectives(ctx, out)
         _ppo_gradients(ctx, out)
         _norm_merge(ctx, out)
         _ppo_run(ctx, out)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 import torch
 
 from gym_s3 import distributed
@@ -60,3 +63,16 @@ def test_shards_of_ranks_are_disjoint_and_cover_the_order() -> None:
     parts = [distributed.shard(order, DistContext(r, r, 3, "gloo")) for r in range(3)]
     assert sorted(torch.cat(parts).tolist()) == list(range(100))
     assert [len(p) for p in parts] == [34, 33, 33]
+
+
+@pytest.mark.timeout(300)
+def test_collectives_combine_the_ranks_values(job):
+    """Two ranks: the collectives combine both ranks' values.
+
+    Weighted means pool both ranks (keys given in different orders), rank 0's flag wins
+    ``agree``, and ``all_true`` is false when one rank says no.
+    """
+    for rank in (0, 1):
+        out = json.loads((job.results / f"collectives_rank{rank}.json").read_text())
+        assert out["means"] == pytest.approx({"a": 1.0, "b": (10.0 * 2 + 20.0) / 3})
+        assert out["agree"] is True and out["all_true"] is False

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def _info(job, rank: int) -> dict:
+    """What rank ``rank`` recorded of its distillation run."""
     return json.loads((job.results / f"distill_rank{rank}.json").read_text())
 
 

@@ -9,6 +9,7 @@ from dist_harness import RankRun, run_ranks
 
 
 def _outcome(run: RankRun, name: str) -> dict:
+    """A JSON file a rank wrote."""
     return json.loads((run.results / name).read_text())
 
 

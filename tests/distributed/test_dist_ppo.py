@@ -20,6 +20,7 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def _split(tensors: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
+    """The tensors whose name starts with ``prefix``, without it."""
     return {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
 
 
