@@ -103,6 +103,10 @@ CASES: tuple[Case, ...] = (
          CliExit, r"no_dataset: no such log file", r"check the path"),
     Case("cli-distill-nan-lr", lambda w: _distill(w, "--lr", "nan"),
          CliExit, r"lr must be > 0, got nan", r"must be > 0"),
+    Case("cli-distill-evaluate-too-short",
+         lambda w: run_cli(["distill", "evaluate", "--checkpoint", "bicycle", "--dataset",
+                            str(_small_dataset(w)), "--out", str(w / "eval"), "--no-plots"]),
+         CliExit, r"no window|too short|fits", r"longer|more episodes|shorter"),
     Case("cli-distill-unwritable-out", lambda w: _distill(w, out=unwritable_dir(w)),
          CliExit, r"cannot write|not a directory|permission", WRITABLE),
     Case("cli-train-nan-lr", lambda w: _train(w, "--lr", "nan"),
@@ -134,5 +138,15 @@ CASES: tuple[Case, ...] = (
          CliExit, r"cannot (write|create)", WRITABLE, timeout_s=120.0),
 )  # fmt: skip
 
+#: a split without a single window of the longest horizon ends in ``KeyError: 'all'``
+NEEDS_WINDOW_CHECK = pytest.mark.xfail(
+    strict=True, raises=KeyError,
+    reason="s3 distill evaluate on a split with no window of the longest horizon raises "
+           "KeyError 'all' in gym_s3/distill/evaluate.py (fix requested in the report)",
+)  # fmt: skip
 #: ids of the cases that fail until the fix requested in the report lands
-XFAIL = {"cli-distill-unwritable-out": NEEDS_OUT_CHECK, "cli-train-unwritable-out": NEEDS_OUT_CHECK}
+XFAIL = {
+    "cli-distill-unwritable-out": NEEDS_OUT_CHECK,
+    "cli-train-unwritable-out": NEEDS_OUT_CHECK,
+    "cli-distill-evaluate-too-short": NEEDS_WINDOW_CHECK,
+}
