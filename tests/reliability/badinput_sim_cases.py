@@ -20,7 +20,7 @@ from gym_s3.errors import ConfigError, SimulatorConnectionError, SimulatorTimeou
 #: client socket timeout of these cases [s]
 TIMEOUT_S = 1.0
 #: time allowed beyond two socket timeouts (scenario teardown, thread hand-offs) [s]
-MARGIN_S = 2.0
+MARGIN_S = 3.0
 GO = np.array([0.0, 0.5], dtype=np.float32)
 
 
