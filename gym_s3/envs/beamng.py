@@ -44,8 +44,8 @@ __all__ = ["BeamNGConfig", "BeamNGEnvConfig", "S3BeamNGEnv"]
 
 
 def _default_task() -> TaskConfig:
-    # One lap from a standing start, 4 minutes at most.
-    return TaskConfig(max_episode_steps=4800, start_speed_fraction=(0.0, 0.0),
+    # One lap from a standing start, 400 s at most (an ice lap takes about 320 s).
+    return TaskConfig(max_episode_steps=8000, start_speed_fraction=(0.0, 0.0),
                       start_lateral_m=0.0, start_heading_rad=0.0, complete_laps=1.0)  # fmt: skip
 
 
