@@ -58,6 +58,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"s3 {args.command}: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # e.g. an output folder that cannot be created or written
+        where = f" '{exc.filename}'" if exc.filename else ""
+        print(
+            f"s3 {args.command}: error: cannot write or read{where} ({exc.strerror or exc}); "
+            "choose a writable folder and an existing input path",
+            file=sys.stderr,
+        )
+        return 2
     return int(result or 0)
 
 

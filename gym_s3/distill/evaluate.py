@@ -148,6 +148,11 @@ def evaluate(
     Returns:
         The report: ``{"horizons", "metrics", "windows", "meta", "results": {name: summary}}``.
     """
+    if len(windows) == 0:
+        raise ConfigError(
+            f"no held-out window fits the longest horizon of {max(horizons)} steps (the episodes "
+            "are too short); use shorter --horizons, --split all, or longer/more episodes"
+        )
     results = {
         name: summarize(window_errors(b, windows, horizons), horizons)
         for name, b in backends.items()

@@ -12,7 +12,6 @@ import json
 import socket
 from pathlib import Path
 
-import pytest
 from badinput_file_cases import write_log
 from badinput_support import Case, CliExit, run_cli, run_cli_process, unwritable_dir
 
@@ -77,13 +76,6 @@ def _standin_on_busy_port(work: Path) -> None:
         run_cli(["standin", "--port", str(busy.getsockname()[1])])
 
 
-#: the command fails with a traceback until its owning module reports unwritable folders
-NEEDS_OUT_CHECK = pytest.mark.xfail(
-    strict=True, raises=OSError,
-    reason="s3 distill train / s3 train let an OSError escape for an unwritable --out "
-           "(fix requested in the report: gym_s3/distill, policies/ppo.py or gym_s3/cli.py)",
-)  # fmt: skip
-
 CASES: tuple[Case, ...] = (
     Case("cli-summary-missing-path", lambda w: run_cli(["data", "summary", str(w / "missing")]),
          CliExit, r"missing: no such log file", r"check the path"),
@@ -138,15 +130,5 @@ CASES: tuple[Case, ...] = (
          CliExit, r"cannot (write|create)", WRITABLE, timeout_s=120.0),
 )  # fmt: skip
 
-#: a split without a single window of the longest horizon ends in ``KeyError: 'all'``
-NEEDS_WINDOW_CHECK = pytest.mark.xfail(
-    strict=True, raises=KeyError,
-    reason="s3 distill evaluate on a split with no window of the longest horizon raises "
-           "KeyError 'all' in gym_s3/distill/evaluate.py (fix requested in the report)",
-)  # fmt: skip
-#: ids of the cases that fail until the fix requested in the report lands
-XFAIL = {
-    "cli-distill-unwritable-out": NEEDS_OUT_CHECK,
-    "cli-train-unwritable-out": NEEDS_OUT_CHECK,
-    "cli-distill-evaluate-too-short": NEEDS_WINDOW_CHECK,
-}
+#: ids of cases expected to fail (none at present)
+XFAIL: dict = {}
