@@ -140,6 +140,9 @@ def _ppo_run(ctx, out: Path) -> None:
     info = {"frames": result.frames, "iterations": result.iterations,
             "effective_batch": result.effective_batch, "world_size": result.world_size,
             "checkpoint": str(result.checkpoint), "history": result.history}  # fmt: skip
+    budget = train(preset("tiny", total_frames=16384, time_budget_s=1e-6), out / "ppo_budget",
+                   progress=False)  # fmt: skip
+    info["budget_iterations"] = budget.iterations
     (out / f"ppo_rank{ctx.rank}.json").write_text(json.dumps(info))
 
 

@@ -111,3 +111,10 @@ def test_checkpoint_of_the_two_process_run_loads_and_drives_in_one_process(job):
     metrics = evaluate_distilled(policy.act, num_envs=4, backend="bicycle", tracks=("putnam",),
                                  max_episode_steps=20)  # fmt: skip
     assert metrics["steps"] > 0 and all(math.isfinite(v) for v in metrics.values())
+
+
+def test_time_budget_stops_every_rank_after_the_same_iteration(job):
+    """A spent time budget (rank 0's decision, broadcast) ends both ranks after iteration 1."""
+    for rank in (0, 1):
+        info = json.loads((job.results / f"ppo_rank{rank}.json").read_text())
+        assert info["budget_iterations"] == 1
