@@ -73,7 +73,7 @@ def _register_train(subparsers: Any) -> None:
         type=float,
         default=None,
         help="under torchrun: seconds a rank waits for the others in a collective before the "
-        "job stops with an error (default: $S3_DIST_TIMEOUT_S or 300) [s]",
+        "job stops with an error; if omitted: $S3_DIST_TIMEOUT_S, else 300 [s]",
     )
     p.set_defaults(func=_run_train)
 

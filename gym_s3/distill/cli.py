@@ -68,7 +68,7 @@ def register(subparsers: Any) -> None:
     tr.add_argument(
         "--dist-timeout", type=float, default=None,
         help="under torchrun: seconds a rank waits for the others in a collective before the "
-        "job stops with an error (default: $S3_DIST_TIMEOUT_S or 300) [s]",
+        "job stops with an error; if omitted: $S3_DIST_TIMEOUT_S, else 300 [s]",
     )  # fmt: skip
     tr.set_defaults(func=run_train)
 
