@@ -68,6 +68,9 @@ def _register_train(subparsers: Any) -> None:
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None,
                        help=f"{text} (preset value if omitted)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--ship", action="store_true",
+                   help="also save the final policy as policies/assets/<preset>.{json,safetensors} "
+                   "(how the shipped policies are made)")  # fmt: skip
     p.add_argument(
         "--dist-timeout",
         type=float,
@@ -92,6 +95,15 @@ def _run_train(args: argparse.Namespace) -> int:
         if not ctx.is_main:
             return 0
     print(f"policy: {result.checkpoint}")
+    if args.ship:
+        from policies.checkpoint import load_policy, save_policy
+        from policies.pipeline.steps import shipped_policy
+
+        policy = load_policy(result.checkpoint)
+        target = save_policy(shipped_policy(args.preset).with_suffix(""), policy.actor,
+                             backend=policy.backend, obs_mode=policy.obs_mode,
+                             training=policy.meta["training"])  # fmt: skip
+        print(f"shipped as {target}")
     print(f"{result.frames} frames in {result.wall_s:.0f} s "
           f"({result.train_frames_per_s:.0f} frames/s overall, "
           f"{result.env_frames_per_s:.0f} frames/s collection)")  # fmt: skip

@@ -35,19 +35,30 @@ class RunningNorm(nn.Module):
 
     @torch.no_grad()
     def update(self, x: Tensor) -> None:
-        """Merge the statistics of a batch ``(..., F)`` (Chan et al. parallel update)."""
+        """Merge the statistics of a batch ``(..., F)`` (non-finite rows are ignored)."""
         flat = x.reshape(-1, x.shape[-1]).to(torch.float64)
         flat = flat[torch.isfinite(flat).all(dim=-1)]
-        n = flat.shape[0]
-        if n == 0:
+        if flat.shape[0] == 0:
             return
-        b_mean = flat.mean(dim=0)
-        b_var = flat.var(dim=0, unbiased=False)
-        total = self.count + n
-        delta = b_mean - self.mean
-        self.mean += delta * n / total
-        self.var.copy_((self.var * self.count + b_var * n + delta.square() * self.count * n / total)
-                       / total)  # fmt: skip
+        self.merge(flat.shape[0], flat.mean(dim=0), flat.var(dim=0, unbiased=False))
+
+    @torch.no_grad()
+    def merge(self, count: float, mean: Tensor, var: Tensor) -> None:
+        """Merge the moments of another sample: Chan et al.'s parallel update.
+
+        Args:
+            count: its number of rows.
+            mean: ``(F,)`` its mean.
+            var: ``(F,)`` its population variance.
+        """
+        if count <= 0:
+            return
+        mean = mean.to(self.mean)
+        total = self.count + count
+        delta = mean - self.mean
+        self.mean += delta * count / total
+        self.var.copy_((self.var * self.count + var.to(self.var) * count
+                        + delta.square() * self.count * count / total) / total)  # fmt: skip
         self.count.copy_(total)
 
     def forward(self, x: Tensor) -> Tensor:

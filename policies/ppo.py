@@ -318,16 +318,7 @@ def update_norm(norm: RunningNorm, obs, ctx: DistContext) -> None:
     if not ctx.enabled:
         norm.update(obs)
         return
-    n, mean, var = distributed.global_moments(obs, ctx)
-    if n == 0:
-        return
-    with torch.no_grad():
-        total = norm.count + n
-        delta = mean.to(norm.mean.device) - norm.mean
-        norm.mean += delta * n / total
-        norm.var.copy_((norm.var * norm.count + var.to(norm.var.device) * n
-                        + delta.square() * norm.count * n / total) / total)  # fmt: skip
-        norm.count.copy_(total)
+    norm.merge(*distributed.global_moments(obs, ctx))
 
 
 def _update(config: PPOConfig, data, advantage, loss_fn, optim,
