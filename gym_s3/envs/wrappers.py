@@ -111,25 +111,12 @@ class _GifRecorder:
             self._write(i)
 
 
-class RecordEpisodeGif(gym.Wrapper):
-    """Record GIFs of chosen cars of the single-car or batched ``S3Distilled-v0`` env.
-
-    Args:
-        env: an ``S3Distilled-v0`` env built with ``render_mode="rgb_array"``.
-        folder: output folder (created).
-        env_indices: cars to record (``(0,)`` for the single-car env).
-        every_k_episodes: record episode ``e`` of a car when ``e % every_k_episodes == 0``.
-        fps: frames per second of the GIFs (default: the env's ``render_fps``, 20).
-        name_prefix: file name prefix.
-        max_frames: longest GIF; a longer episode is cut there.
-
-    Attributes:
-        written: paths of the GIFs written so far.
-    """
+class _GifRecording:
+    """Recording behaviour shared by the single-env and vector GIF wrappers (a mixin)."""
 
     def __init__(
         self,
-        env: gym.Env,
+        env,
         folder: str | Path,
         *,
         env_indices: Sequence[int] = (0,),
@@ -160,49 +147,28 @@ class RecordEpisodeGif(gym.Wrapper):
         self._recorder.after(stepped=True)
         return out
 
-    def close(self) -> None:
-        """Write unfinished recordings and close the env."""
-        self._recorder.close()
-        super().close()
-
-
-class RecordEpisodeGifVector(VectorWrapper):
-    """:class:`RecordEpisodeGif` for the ``gym.make_vec`` face (same arguments)."""
-
-    def __init__(
-        self,
-        env,
-        folder: str | Path,
-        *,
-        env_indices: Sequence[int] = (0,),
-        every_k_episodes: int = 1,
-        fps: float | None = None,
-        name_prefix: str = "s3distilled",
-        max_frames: int = 2000,
-    ) -> None:
-        super().__init__(env)
-        self._recorder = _GifRecorder(
-            env, folder, env_indices, every_k_episodes, fps, name_prefix, max_frames
-        )
-
-    @property
-    def written(self) -> list[Path]:
-        """Paths of the GIFs written so far."""
-        return self._recorder.written
-
-    def reset(self, **kwargs):
-        """Reset the env, then start or finish recordings."""
-        out = self.env.reset(**kwargs)
-        self._recorder.after(stepped=False)
-        return out
-
-    def step(self, actions):
-        """Step the env, then draw the recorded cars."""
-        out = self.env.step(actions)
-        self._recorder.after(stepped=True)
-        return out
-
     def close(self, **kwargs) -> None:
         """Write unfinished recordings and close the env."""
         self._recorder.close()
         super().close(**kwargs)
+
+
+class RecordEpisodeGif(_GifRecording, gym.Wrapper):
+    """Record GIFs of chosen cars of the single-car or batched ``S3Distilled-v0`` env.
+
+    Args:
+        env: an ``S3Distilled-v0`` env built with ``render_mode="rgb_array"``.
+        folder: output folder (created).
+        env_indices: cars to record (``(0,)`` for the single-car env).
+        every_k_episodes: record episode ``e`` of a car when ``e % every_k_episodes == 0``.
+        fps: frames per second of the GIFs (default: the env's ``render_fps``, 20).
+        name_prefix: file name prefix.
+        max_frames: longest GIF; a longer episode is cut there.
+
+    Attributes:
+        written: paths of the GIFs written so far.
+    """
+
+
+class RecordEpisodeGifVector(_GifRecording, VectorWrapper):
+    """:class:`RecordEpisodeGif` for the ``gym.make_vec`` face (same arguments)."""
