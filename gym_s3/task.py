@@ -163,9 +163,13 @@ class TrackingTask:
         ox, oy = self.wheel_offsets[:, 0], self.wheel_offsets[:, 1]
         return torch.stack([ego.x[:, None] + ox * c - oy * s, ego.y[:, None] + ox * s + oy * c], -1)
 
-    def wheel_friction(self, ego: EgoState) -> Tensor:
-        """``(N, 4)`` peak friction under each wheel from each car's surface layout [-]."""
-        return self.surfaces.friction_at(self.wheel_points(ego).to(self.dtype))
+    def wheel_friction(self, ego: EgoState, *, rows: Tensor | None = None) -> Tensor:
+        """``(N, 4)`` peak friction under each wheel from each car's surface layout [-].
+
+        With ``rows``, ``ego`` holds those cars only and the result is ``(R, 4)``.
+        """
+        surfaces = self.surfaces if rows is None else self.surfaces.index(rows)
+        return surfaces.friction_at(self.wheel_points(ego).to(self.dtype))
 
     # ------------------------------------------------------------------ reset
     def reset(
@@ -184,47 +188,115 @@ class TrackingTask:
         n = self.n
         new = self.pool.sample(n, generator) if scenario is None else scenario.to(self.device)
         self.scenario = torch.where(mask, new, self.scenario)
+        pose, s0, start_idx = self._draw(self.scenario, generator)
         self.variant = self.pool.scenario_variant[self.scenario]
         self.pid = self.pool.variant_path[self.variant]
         self.surfaces = self.surfaces.where(mask, self.pool.surfaces.index(self.variant))
-        s0 = self.pool.scenario_start[self.scenario]
-        cfg = self.config
-
-        def uniform(lo: float, hi: float) -> Tensor:
-            u = torch.rand(n, generator=generator, dtype=torch.float64)
-            return (lo + (hi - lo) * u).to(device=self.device, dtype=self.dtype)
-
-        lateral = uniform(-cfg.start_lateral_m, cfg.start_lateral_m)
-        dyaw = uniform(-cfg.start_heading_rad, cfg.start_heading_rad)
-        frac = uniform(*cfg.start_speed_fraction)
-        smp = self.pool.bank.sample(self.pid, s0)
-        start_idx = torch.floor(self.pool.bank.wrap_s(self.pid, s0) / self.pool.bank.ds[self.pid])
-        self.hint = torch.where(mask, start_idx.to(torch.int64), self.hint)
+        self.hint = torch.where(mask, start_idx, self.hint)
         self.s = torch.where(mask, s0, self.s)
         self.steps = torch.where(mask, torch.zeros_like(self.steps), self.steps)
         self.prev_action = torch.where(
             mask[:, None], torch.zeros_like(self.prev_action), self.prev_action
         )
         self.stats.reset(mask)
-        return StartPose(
+        return pose
+
+    def reset_rows(
+        self, rows: Tensor, generator: torch.Generator, scenario: Tensor | None = None
+    ) -> StartPose:
+        """Like :meth:`reset`, but for the cars ``rows`` only (the CPU fast path).
+
+        The work is proportional to the number of reset cars, so frequent resets of a few cars
+        among thousands stay cheap; the random draws are those of :meth:`reset` (one number per
+        car, kept for ``rows``), so both paths give identical episodes. Needs the row indices (a
+        host read of the mask), which costs nothing on the CPU; accelerators use the sync-free
+        :meth:`reset`.
+
+        Args:
+            rows: ``(R,)`` int64 indices of the cars to reset.
+            generator: CPU generator that draws scenarios and start noise.
+            scenario: optional ``(R,)`` scenario ids instead of random draws.
+
+        Returns:
+            The start poses of the ``R`` cars (``(R,)`` fields).
+        """
+        if scenario is None:
+            new = self.pool.sample(self.n, generator)[rows]
+        else:
+            new = scenario.to(self.device)
+        pose, s0, start_idx = self._draw(new, generator, rows)
+        variant = self.pool.scenario_variant[new]
+        self.scenario = self.scenario.index_copy(0, rows, new)
+        self.variant = self.variant.index_copy(0, rows, variant)
+        self.pid = self.pid.index_copy(0, rows, self.pool.variant_path[variant])
+        self.surfaces = self.surfaces.index_copy(rows, self.pool.surfaces.index(variant))
+        self.hint = self.hint.index_copy(0, rows, start_idx)
+        self.s = self.s.index_copy(0, rows, s0)
+        self.steps = self.steps.index_fill(0, rows, 0)
+        self.prev_action = self.prev_action.index_fill(0, rows, 0.0)
+        mask = torch.zeros(self.n, dtype=torch.bool, device=self.device).index_fill_(0, rows, True)
+        self.stats.reset(mask)
+        return pose
+
+    def _draw(
+        self, scenario: Tensor, generator: torch.Generator, rows: Tensor | None = None
+    ) -> tuple[StartPose, Tensor, Tensor]:
+        """Start poses of cars beginning ``scenario`` ``(R,)``, with start noise.
+
+        The noise is drawn for all N cars (the same stream whatever is reset) and, with
+        ``rows``, kept for those cars.
+
+        Returns:
+            ``(pose, s0, start_index)``: the poses, the start arc lengths ``(R,)`` [m] and the
+            sample index of the start (the first projection hint).
+        """
+        variant = self.pool.scenario_variant[scenario]
+        pid = self.pool.variant_path[variant]
+        s0 = self.pool.scenario_start[scenario]
+        cfg = self.config
+
+        def uniform(lo: float, hi: float) -> Tensor:
+            u = torch.rand(self.n, generator=generator, dtype=torch.float64)
+            u = (lo + (hi - lo) * u).to(device=self.device, dtype=self.dtype)
+            return u if rows is None else u[rows]
+
+        lateral = uniform(-cfg.start_lateral_m, cfg.start_lateral_m)
+        dyaw = uniform(-cfg.start_heading_rad, cfg.start_heading_rad)
+        frac = uniform(*cfg.start_speed_fraction)
+        bank = self.pool.bank
+        smp = bank.sample(pid, s0)
+        start_idx = torch.floor(bank.wrap_s(pid, s0) / bank.ds[pid]).to(torch.int64)
+        pose = StartPose(
             x=smp.x - lateral * torch.sin(smp.heading),
             y=smp.y + lateral * torch.cos(smp.heading),
             z=smp.z,
             yaw=smp.heading + dyaw,
-            speed=frac * self.pool.target_speed(self.variant, s0),
+            speed=frac * self.pool.target_speed(variant, s0),
         )
+        return pose, s0, start_idx
 
     # ------------------------------------------------------------------ observation and step
-    def _observe(self, ego: EgoState, frenet, v_ref: Tensor, wheel_mu: Tensor | None) -> Tensor:
+    def _observe(
+        self,
+        ego: EgoState,
+        frenet,
+        v_ref: Tensor,
+        wheel_mu: Tensor | None,
+        rows: Tensor | None = None,
+    ) -> Tensor:
+        """Observation of every car, or of the cars ``rows`` (``ego`` etc. are those rows)."""
+        pid, variant, prev = self.pid, self.variant, self.prev_action
+        if rows is not None:
+            pid, variant, prev = pid[rows], variant[rows], prev[rows]
         look_s = frenet.s[:, None] + self.lookahead[None, :]
-        smp = self.pool.bank.sample(self.pid, look_s)
-        look_v = self.pool.target_speed(self.variant, look_s)
+        smp = self.pool.bank.sample(pid, look_s)
+        look_v = self.pool.target_speed(variant, look_s)
         return build_observation(
             ego,
             cross_track=frenet.d,
             heading_err=metrics.heading_error(ego.yaw, frenet.heading),
             speed_err=metrics.speed_error(ego.v_long, v_ref),
-            prev_action=self.prev_action,
+            prev_action=prev,
             lookahead_x=smp.x,
             lookahead_y=smp.y,
             lookahead_v=look_v,
@@ -232,15 +304,25 @@ class TrackingTask:
             mode=self.config.obs_mode,
         )
 
-    def observe(self, ego: EgoState, wheel_mu: Tensor | None = None) -> Tensor:
-        """Observation of every car without advancing the task (used right after a reset)."""
+    def observe(
+        self, ego: EgoState, wheel_mu: Tensor | None = None, *, rows: Tensor | None = None
+    ) -> Tensor:
+        """Observation without advancing the task (used right after a reset).
+
+        Args:
+            ego: the state of every car, or of the cars ``rows``.
+            wheel_mu: friction under their wheels (computed from the layouts when omitted).
+            rows: optional ``(R,)`` indices: observe only these cars (CPU reset fast path).
+        """
         ego = _sanitize(ego)
-        fr = self.pool.bank.project(self.pid, ego.xy, self.hint, window=self.config.window)
-        self.hint = fr.index
-        v_ref = self.pool.target_speed(self.variant, fr.s)
+        pid, hint = (self.pid, self.hint) if rows is None else (self.pid[rows], self.hint[rows])
+        fr = self.pool.bank.project(pid, ego.xy, hint, window=self.config.window)
+        self.hint = fr.index if rows is None else self.hint.index_copy(0, rows, fr.index)
+        variant = self.variant if rows is None else self.variant[rows]
+        v_ref = self.pool.target_speed(variant, fr.s)
         if wheel_mu is None and self.config.obs_mode == "oracle":
-            wheel_mu = self.wheel_friction(ego)
-        return self._observe(ego, fr, v_ref, wheel_mu)
+            wheel_mu = self.wheel_friction(ego, rows=rows)
+        return self._observe(ego, fr, v_ref, wheel_mu, rows)
 
     def step(
         self,

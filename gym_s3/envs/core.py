@@ -170,32 +170,43 @@ class DistilledCore:
         return self.obs
 
     def _reset_impl(self, mask: Tensor, scenario: Tensor | None) -> Tensor:
-        """Reset the masked cars (see :meth:`reset`); sync-free."""
+        """Reset the masked cars (see :meth:`reset`).
+
+        Accelerators reset every row and select with ``torch.where`` (sync-free); the CPU, where
+        reading the mask costs nothing, does the work for the reset cars only (identical values).
+        """
+        if self._subset_resets:
+            return self._reset_rows(mask, scenario)
         start = self.task.reset(mask, self.generator, scenario)
         zero = torch.zeros_like(start.x)
         pose = torch.stack([start.x, start.y, start.yaw], dim=-1)
         ego = EgoState(start.x, start.y, start.yaw, start.speed, zero, zero)
         mu = self.task.wheel_friction(ego)
-        self.state = self._start_states(mask, pose, start.speed, mu)
+        fresh = self.backend.initial_state(pose, start.speed, mu)
+        self.state = self.state.where(mask, fresh)
         self.wheel_mu = torch.where(mask[:, None], mu, self.wheel_mu)
         self.episode_id = self.episode_id + mask.to(torch.int64)
         obs = self.task.observe(self.state.ego(), self.wheel_mu)
         return torch.where(mask[:, None], obs, self.obs)
 
-    def _start_states(self, mask: Tensor, pose: Tensor, speed: Tensor, mu: Tensor) -> BackendState:
-        """The backend state with the masked cars replaced by fresh start states.
-
-        Accelerators build start states for every car and select them with ``torch.where``
-        (no host synchronisation); the CPU builds them for the masked rows only and copies
-        them in (identical values).
-        """
-        if not self._subset_resets:
-            return self.state.where(mask, self.backend.initial_state(pose, speed, mu))
+    def _reset_rows(self, mask: Tensor, scenario: Tensor | None) -> Tensor:
+        """CPU reset: task, start states, friction and observations of the masked cars only."""
         idx = mask.nonzero()[:, 0]
         if idx.numel() == 0:
-            return self.state
-        fresh = self.backend.initial_state(pose[idx], speed[idx], mu[idx])
-        return _copy_rows(self.state, idx, fresh)
+            return self.obs
+        start = self.task.reset_rows(
+            idx, self.generator, None if scenario is None else scenario[idx]
+        )
+        zero = torch.zeros_like(start.x)
+        pose = torch.stack([start.x, start.y, start.yaw], dim=-1)
+        ego = EgoState(start.x, start.y, start.yaw, start.speed, zero, zero)
+        mu = self.task.wheel_friction(ego, rows=idx)
+        fresh = self.backend.initial_state(pose, start.speed, mu)
+        self.state = _copy_rows(self.state, idx, fresh)
+        self.wheel_mu = self.wheel_mu.index_copy(0, idx, mu.to(self.wheel_mu.dtype))
+        self.episode_id = self.episode_id.index_add(0, idx, torch.ones_like(idx))
+        obs = self.task.observe(fresh.ego(), mu, rows=idx)
+        return self.obs.index_copy(0, idx, obs)
 
     def _check_mask(self, mask: Tensor) -> Tensor:
         """A reset mask as a ``(N,)`` bool tensor on the device (numpy accepted)."""

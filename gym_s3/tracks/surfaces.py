@@ -150,6 +150,16 @@ class SurfaceBatch:
             self.rect_id[idx],
         )
 
+    def index_copy(self, rows: Tensor, other: SurfaceBatch) -> SurfaceBatch:
+        """A copy with rows ``rows`` ``(R,)`` replaced by the ``R`` layouts of ``other``."""
+        return SurfaceBatch(
+            self.base_mu.index_copy(0, rows, other.base_mu),
+            self.base_id.index_copy(0, rows, other.base_id),
+            self.rects.index_copy(0, rows, other.rects),
+            self.rect_mu.index_copy(0, rows, other.rect_mu),
+            self.rect_id.index_copy(0, rows, other.rect_id),
+        )
+
     def where(self, mask: Tensor, other: SurfaceBatch) -> SurfaceBatch:
         """Row-wise ``mask ? other : self`` for equal-sized batches (sync-free partial reset)."""
         m1 = mask[:, None]
