@@ -8,7 +8,7 @@ statistics — lives here, batched over N cars and free of host synchronisation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor
@@ -72,6 +72,17 @@ class TaskConfig:
             raise ConfigError(f"start_speed_fraction must satisfy 0 <= lo <= hi, got {lo}, {hi}")
         if self.complete_laps is not None and self.complete_laps <= 0:
             raise ConfigError(f"complete_laps must be positive, got {self.complete_laps}")
+
+
+def lap_task(**overrides: object) -> TaskConfig:
+    """The task of an evaluation lap (``S3BeamNG-v0``'s default, also used in ``S3Distilled-v0``).
+
+    One lap from a standing start on the reference line, at most 400 s (an ice lap takes about
+    320 s); ``overrides`` replace fields (e.g. ``obs_mode``).
+    """
+    lap = TaskConfig(max_episode_steps=8000, start_speed_fraction=(0.0, 0.0),
+                     start_lateral_m=0.0, start_heading_rad=0.0, complete_laps=1.0)  # fmt: skip
+    return replace(lap, **overrides)
 
 
 @dataclass(frozen=True)

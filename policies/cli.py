@@ -115,26 +115,65 @@ def _run_train(args: argparse.Namespace) -> int:
 
 def _register_evaluate(subparsers: Any) -> None:
     """Add ``s3 evaluate``."""
+    from gym_s3.scenarios import LABELS
+
     p = subparsers.add_parser(
         "evaluate",
-        help="evaluate a policy on Putnam Park laps in S3BeamNG-v0 (stand-in by default)",
-        description="Drive Putnam Park laps with a trained policy in S3BeamNG-v0 (the open "
-        "stand-in unless --host/--port point at BeamNG.tech) on every requested surface and "
-        "ice-patch count; writes a table, JSON and plots.",
+        help="evaluate a policy on Putnam Park laps in S3BeamNG-v0 (stand-in by default) or "
+        "S3Distilled-v0, and on labelled scenario sets",
+        description="Drive Putnam Park laps with a trained policy on every requested surface and "
+        "ice-patch count, in S3BeamNG-v0 (the open stand-in unless --beamng points at "
+        "BeamNG.tech) or, with --env distilled, in S3Distilled-v0 on any backend (the same laps: "
+        "same layouts, start and task). With --labels, also run batches of scenarios filtered by "
+        "each label in S3Distilled-v0. Writes a table, JSON, plots and optional GIFs.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("policy", type=Path, help="policy checkpoint (.json sidecar or stem)")
     p.add_argument(
+        "--env",
+        choices=("beamng", "distilled"),
+        default="beamng",
+        help="where to drive the laps: S3BeamNG-v0 or S3Distilled-v0",
+    )
+    p.add_argument(
+        "--backend",
+        default=None,
+        help="S3Distilled-v0 dynamics backend (bicycle, ddm, trans, dytr) for --env distilled "
+        "and --labels (default: the backend the policy was trained in)",
+    )
+    p.add_argument(
+        "--dynamics-checkpoint",
+        default=None,
+        help="dynamics checkpoint of --backend (default: the shipped one)",
+    )
+    p.add_argument(
         "--surfaces",
         default="asphalt,asphalt_wet,gravel,snow,ice",
-        help="comma-separated base surfaces",
+        help="comma-separated base surfaces of the laps",
     )
     p.add_argument(
         "--ice-patches",
         default="0,4",
         help="comma-separated numbers of ice patches on the lap [count]",
     )
-    p.add_argument("--track", default="putnam", help="reference track")
+    p.add_argument("--track", default="putnam", help="reference track of the laps")
+    p.add_argument(
+        "--no-laps",
+        action="store_true",
+        help="skip the laps (only the --labels sets)",
+    )
+    p.add_argument(
+        "--labels",
+        default="",
+        help="comma-separated scenario labels to evaluate in S3Distilled-v0, one batch each "
+        f"('all' for every label; valid: {', '.join(LABELS)})",
+    )
+    p.add_argument(
+        "--num-envs",
+        type=int,
+        default=256,
+        help="episodes per label set, run as one batch of cars [count]",
+    )
     p.add_argument(
         "--beamng",
         action="store_true",
@@ -147,7 +186,7 @@ def _register_evaluate(subparsers: Any) -> None:
         "--max-steps",
         type=int,
         default=None,
-        help="cap on steps per run [steps of 50 ms] (default: a full lap)",
+        help="cap on steps per lap [steps of 50 ms] (default: a full lap)",
     )
     p.add_argument(
         "--gif-every",
@@ -169,23 +208,36 @@ def _csv(text: str, kind: type) -> list:
 
 def _run_evaluate(args: argparse.Namespace) -> int:
     """``s3 evaluate``."""
+    from gym_s3.scenarios import LABELS, label_mask
     from policies.checkpoint import load_policy
     from policies.evaluate import evaluate_beamng
+    from policies.evaluate_distilled import evaluate_distilled_laps, evaluate_labels
     from policies.report import write_evaluation
 
+    labels = list(LABELS) if args.labels.strip() == "all" else _csv(args.labels, str)
+    label_mask(labels)  # unknown labels fail before any lap is driven
+    if args.no_laps and not labels:
+        raise ConfigError("--no-laps leaves nothing to evaluate; pass --labels too")
+    if args.beamng and args.env != "beamng":
+        raise ConfigError("--beamng drives the laps in BeamNG.tech; it needs --env beamng")
+    if args.num_envs < 1:
+        raise ConfigError(f"--num-envs must be >= 1, got {args.num_envs}")
     policy = load_policy(args.policy)
-    results = evaluate_beamng(
-        policy,
-        surfaces=_csv(args.surfaces, str),
-        ice_patches=_csv(args.ice_patches, int),
-        track=args.track,
-        standin=not args.beamng,
-        host=args.host,
-        port=args.port,
-        seed=args.seed,
-        render_every=args.gif_every,
-        max_steps=args.max_steps,
-    )
+    backend = args.backend or policy.backend
+    lap_kw = dict(surfaces=_csv(args.surfaces, str), ice_patches=_csv(args.ice_patches, int),
+                  track=args.track, seed=args.seed, render_every=args.gif_every,
+                  max_steps=args.max_steps)  # fmt: skip
+    results = []
+    if not args.no_laps and args.env == "beamng":
+        results += evaluate_beamng(policy, standin=not args.beamng, host=args.host,
+                                   port=args.port, **lap_kw)  # fmt: skip
+    elif not args.no_laps:
+        ckpt = args.dynamics_checkpoint
+        results += evaluate_distilled_laps(policy, backend=backend, checkpoint=ckpt, **lap_kw)
+    if labels:
+        results += evaluate_labels(policy, labels, backend=backend,
+                                   checkpoint=args.dynamics_checkpoint, num_envs=args.num_envs,
+                                   seed=args.seed)  # fmt: skip
     paths = write_evaluation(results, args.out, title=f"Policy {policy.path} ({policy.backend})")
     for path in paths:
         print(path)

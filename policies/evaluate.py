@@ -1,4 +1,7 @@
-"""Evaluate policies: Putnam Park laps in ``S3BeamNG-v0``, scenario sets in ``S3Distilled-v0``.
+"""Evaluate policies: Putnam Park laps in ``S3BeamNG-v0``.
+
+The distilled side (the same laps, and scenario sets filtered by label) is
+:mod:`policies.evaluate_distilled`.
 
 Every run reports the same metrics (:mod:`gym_s3.metrics`, via the task's ``episode/*`` infos):
 cross-track error (mean, max), heading error, speed-tracking error, action smoothness, completion
@@ -63,6 +66,18 @@ class RunResult:
     reference: Any = None
     layout: Any = None
 
+    def describe(self) -> str:
+        """Short description of the condition, e.g. ``asphalt +4 ice`` or ``hard_braking ×256``."""
+        c = self.condition
+        if "label" in c:
+            return f"{c['label']} ×{c.get('episodes', '?')}"
+        text = str(c.get("surface", "run"))
+        if c.get("ice_patches"):
+            text += f" +{c['ice_patches']} ice"
+        if c.get("track", "putnam") != "putnam":
+            text = f"{c['track']}: {text}"
+        return text
+
     def to_json(self) -> dict[str, Any]:
         """JSON-friendly summary (no arrays)."""
         return {"env": self.env, "condition": self.condition, "metrics": self.metrics,
@@ -74,6 +89,14 @@ def _reason(info: dict[str, Any], truncated: bool) -> str:
         if bool(info.get(key, False)):
             return key
     return "time_limit" if truncated else "running"
+
+
+def print_run(result: RunResult) -> None:
+    """One progress line of a finished run."""
+    m = result.metrics
+    print(f"  {result.env} {result.describe()}: {result.terminated_by:10s} "
+          f"completion={m['completion']:.2f} "
+          f"cte={m['cte_mean']:.2f} m ({result.wall_s:.0f} s)")  # fmt: skip
 
 
 def run_episode(
@@ -206,66 +229,8 @@ def evaluate_beamng(
                     env.close()
                 results.append(res)
                 if progress:
-                    m = res.metrics
-                    print(f"  {name} {surface:12s} patches={patches}: {res.terminated_by:10s} "
-                          f"completion={m['completion']:.2f} cte={m['cte_mean']:.2f} m "
-                          f"({res.wall_s:.0f} s)")  # fmt: skip
+                    print_run(res)
     finally:
         if server is not None:
             server.stop()
     return results
-
-
-def evaluate_distilled(
-    act: Any,
-    *,
-    num_envs: int = 64,
-    seed: int = 0,
-    **env_kwargs: Any,
-) -> dict[str, float]:
-    """One episode per car in the batched ``S3Distilled-v0``; mean episode metrics.
-
-    Args:
-        act: ``callable(obs (N, F) tensor) -> action (N, 2) tensor`` (e.g. ``ActorNet.act`` or
-            ``Policy.act``), used deterministically.
-        num_envs: cars (= episodes).
-        seed: env seed (fixes scenarios and start noise).
-        **env_kwargs: ``S3Distilled-v0`` arguments (backend, tracks, obs_mode, scenarios, ...).
-
-    Returns:
-        mean of every :data:`METRICS` entry over the episodes, plus ``failure_rate`` (share of
-        episodes ended by leaving the road, spinning out or a non-finite state) and
-        ``completed_rate``.
-    """
-    import gymnasium as gym
-    import torch
-
-    import gym_s3  # noqa: F401  (registers the ids)
-
-    env = gym.make("S3Distilled-v0", num_envs=num_envs, seed=seed, autoreset_mode="same_step",
-                   **env_kwargs)  # fmt: skip
-    try:
-        obs, _ = env.reset(seed=seed)
-        max_steps = env.unwrapped.config.task.max_episode_steps
-        recorded = torch.zeros(num_envs, dtype=torch.bool)
-        sums = {k: torch.zeros(num_envs) for k in METRICS}
-        failed = torch.zeros(num_envs, dtype=torch.bool)
-        completed = torch.zeros(num_envs, dtype=torch.bool)
-        with torch.no_grad():
-            for _ in range(max_steps + 1):
-                obs, _, terminated, truncated, info = env.step(act(obs))
-                new = (terminated | truncated).cpu() & ~recorded
-                for k in METRICS:
-                    sums[k] = torch.where(new, info[f"episode/{k}"].float().cpu(), sums[k])
-                bad = (info["off_track"] | info["spin_out"] | info["non_finite"]).cpu()
-                failed |= new & bad
-                completed |= new & info["completed"].cpu()
-                recorded |= new
-                if bool(recorded.all()):
-                    break
-    finally:
-        env.close()
-    out = {k: float(v.mean()) for k, v in sums.items()}
-    out["failure_rate"] = float(failed.float().mean())
-    out["completed_rate"] = float(completed.float().mean())
-    return out

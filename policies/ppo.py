@@ -186,7 +186,7 @@ def train(
         progress: show a progress bar (rank 0 only).
         quick_eval: optional ``callable(actor_net) -> dict[str, float]`` run every
             ``config.eval_every`` iterations on rank 0 (see
-            :func:`policies.evaluate.evaluate_distilled`).
+            :func:`policies.evaluate_distilled.evaluate_distilled`).
         dist_timeout_s: collective timeout under torchrun [s] (default: ``$S3_DIST_TIMEOUT_S``
             or 300 s).
 

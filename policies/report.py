@@ -39,16 +39,17 @@ def markdown_table(results: Sequence[RunResult]) -> str:
 def print_table(results: Sequence[RunResult], title: str) -> None:
     """Print the metric table with rich."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title)
+    table = Table(title=title, caption=", ".join(sorted({r.env for r in results})))
     for col in ("condition", "end", "completion", "cte mean [m]", "cte max [m]",
                 "heading [rad]", "speed err [m/s]", "smoothness", "off-track [steps]"):  # fmt: skip
-        table.add_column(col, justify="right")
+        table.add_column(escape(col), justify="right", no_wrap=True)  # "[m]" is not markup
     for r in results:
         m = r.metrics
         table.add_row(
-            ", ".join(f"{k}={v}" for k, v in r.condition.items()),
+            r.describe(),
             r.terminated_by,
             f"{m['completion']:.2f}",
             f"{m['cte_mean']:.2f}",
@@ -58,7 +59,9 @@ def print_table(results: Sequence[RunResult], title: str) -> None:
             f"{m['action_smoothness']:.4f}",
             f"{m['off_track_steps']:.0f}",
         )
-    Console().print(table)
+    console = Console()
+    console.width = max(console.width, 140)  # pipes and CI logs default to 80 columns
+    console.print(table)
 
 
 def plot_run(result: RunResult, path, layout, out: Path) -> list[Path]:

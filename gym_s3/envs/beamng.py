@@ -30,23 +30,11 @@ from gym_s3.errors import ActionError, ConfigError
 from gym_s3.observations import EgoState
 from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
 from gym_s3.spec import CONTROL_DT_S, single_action_space, single_observation_space
-from gym_s3.task import TaskConfig, TrackingTask
+from gym_s3.task import TaskConfig, TrackingTask, lap_task
 from gym_s3.tracks.path import ReferencePath
-from gym_s3.tracks.surfaces import (
-    LayoutConfig,
-    PatchConfig,
-    SurfaceLayout,
-    get_surface,
-    sample_layout,
-)
+from gym_s3.tracks.surfaces import SurfaceLayout, get_surface, lap_layout
 
 __all__ = ["BeamNGConfig", "BeamNGEnvConfig", "S3BeamNGEnv"]
-
-
-def _default_task() -> TaskConfig:
-    # One lap from a standing start, 400 s at most (an ice lap takes about 320 s).
-    return TaskConfig(max_episode_steps=8000, start_speed_fraction=(0.0, 0.0),
-                      start_lateral_m=0.0, start_heading_rad=0.0, complete_laps=1.0)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -72,7 +60,7 @@ class BeamNGEnvConfig:
     layout_seed: int = 0
     layout: SurfaceLayout | None = None
     start_s: float = 0.0
-    task: TaskConfig = field(default_factory=_default_task)
+    task: TaskConfig = field(default_factory=lap_task)
     pool: PoolConfig = field(default_factory=PoolConfig)
 
 
@@ -146,10 +134,7 @@ class S3BeamNGEnv(gym.Env):
     # ------------------------------------------------------------------ layout and scenario
     def _make_layout(self) -> SurfaceLayout:
         cfg = self.config
-        layout_cfg = LayoutConfig(base=(get_surface(cfg.surface).name,))
-        if cfg.ice_patches:
-            layout_cfg = replace(layout_cfg, patches=PatchConfig(count=(cfg.ice_patches,) * 2))
-        return sample_layout(self.reference, layout_cfg, np.random.default_rng(cfg.layout_seed))
+        return lap_layout(self.reference, cfg.surface, cfg.ice_patches, cfg.layout_seed)
 
     def friction_lua(self) -> str:
         """The Lua chunk that gives the level ground the base surface and patches their friction."""

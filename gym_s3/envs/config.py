@@ -9,6 +9,7 @@ onto it by :meth:`DistilledConfig.from_kwargs`, which rejects unknown names with
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
@@ -20,7 +21,7 @@ from gym_s3.rewards import RewardWeights
 from gym_s3.scenarios.labels import label_mask
 from gym_s3.scenarios.pool import PoolConfig
 from gym_s3.task import TaskConfig
-from gym_s3.tracks.surfaces import LayoutConfig, PatchConfig
+from gym_s3.tracks.surfaces import LayoutConfig, PatchConfig, SurfaceLayout
 
 #: Built-in tracks of the default scenario pool: the Putnam Park approximation, procedural
 #: circuits and town routes with intersections.
@@ -58,6 +59,10 @@ class ScenarioConfig:
         match: ``"any"`` keeps scenarios with at least one of ``labels``, ``"all"`` with all.
         pool: start spacing, label horizon, speed-profile limits.
         layout_seed: seed of the layout draws (the pool is the same for the same config).
+        layouts: explicit surface layouts of the single track (replace the drawn ones; e.g.
+            :func:`gym_s3.tracks.surfaces.lap_layout` to drive the laps of ``S3BeamNG-v0``).
+        starts: explicit start positions on every track [m of arc length] (default: one every
+            ``pool.start_spacing_m``).
     """
 
     tracks: tuple[str, ...] = DEFAULT_TRACKS
@@ -67,6 +72,8 @@ class ScenarioConfig:
     match: Literal["any", "all"] = "any"
     pool: PoolConfig = field(default_factory=PoolConfig)
     layout_seed: int = 0
+    layouts: tuple[SurfaceLayout, ...] = ()
+    starts: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.tracks, str) or not self.tracks:
@@ -80,6 +87,15 @@ class ScenarioConfig:
         label_mask(self.labels)  # unknown labels raise with the valid list
         if self.match not in ("any", "all"):
             raise ConfigError(f"scenario match must be 'any' or 'all', got {self.match!r}")
+        if self.layouts and len(self.tracks) != 1:
+            raise ConfigError(
+                f"explicit layouts belong to one track, got {len(self.tracks)} tracks; pass one "
+                "track with layouts, or leave layouts empty to draw them from `layout`"
+            )
+        if not all(isinstance(x, SurfaceLayout) for x in self.layouts):
+            raise ConfigError("layouts must be SurfaceLayout objects (see gym_s3.tracks.surfaces)")
+        if not all(isinstance(x, int | float) and math.isfinite(x) and x >= 0 for x in self.starts):
+            raise ConfigError(f"starts must be finite arc lengths >= 0 [m], got {self.starts!r}")
 
     def source_key(self) -> ScenarioConfig:
         """The part of the config that defines the unfiltered pool (the cache key)."""
@@ -163,8 +179,8 @@ class DistilledConfig:
         Besides the fields of :class:`DistilledConfig`, these shortcuts are accepted:
         ``obs_mode``, ``max_episode_steps``, ``reward`` (dict or :class:`RewardWeights`) set
         fields of ``task``; ``tracks`` (name or list), ``layouts_per_track``, ``layout``,
-        ``scenarios`` (label filter, name or list), ``scenario_match``, ``pool`` and
-        ``layout_seed`` set fields of ``scenario``.
+        ``scenarios`` (label filter, name or list), ``scenario_match``, ``pool``,
+        ``layout_seed``, ``layouts`` and ``starts`` set fields of ``scenario``.
 
         Args:
             config: base config to update (default: :class:`DistilledConfig()`).
@@ -199,6 +215,9 @@ class DistilledConfig:
             for key in ("tracks", "labels"):
                 if key in scen_kw:
                     scen_kw[key] = _as_names(scen_kw[key], key)
+            for key in ("layouts", "starts"):
+                if key in scen_kw:
+                    scen_kw[key] = tuple(scen_kw[key])
             scenario = replace(scenario, **scen_kw)
         return replace(base, task=task, scenario=scenario, **kwargs)
 
@@ -212,6 +231,8 @@ _SCENARIO_SHORTCUTS: dict[str, str] = {
     "scenario_match": "match",
     "pool": "pool",
     "layout_seed": "layout_seed",
+    "layouts": "layouts",
+    "starts": "starts",
 }
 
 

@@ -54,7 +54,12 @@ def resolve_track(name: str) -> ReferencePath:
 
 
 def draw_layouts(path: ReferencePath, config: ScenarioConfig) -> list[SurfaceLayout]:
-    """The ``layouts_per_track`` layouts of ``path`` (seeded by ``layout_seed`` and the name)."""
+    """The layouts of ``path``: the explicit ``config.layouts``, else ``layouts_per_track`` draws.
+
+    Draws are seeded by ``layout_seed`` and the track name.
+    """
+    if config.layouts:
+        return list(config.layouts)
     rng = np.random.default_rng([config.layout_seed, zlib.crc32(path.name.encode())])
     return [sample_layout(path, config.layout, rng) for _ in range(config.layouts_per_track)]
 
@@ -77,7 +82,10 @@ def scenario_source(
         if len(set(names)) != len(names):
             raise ConfigError(f"tracks must be distinct, got {list(config.tracks)}")
         layouts = [draw_layouts(p, config) for p in paths]
-        pool = ScenarioPool.build(paths, layouts, config.pool, device=device, dtype=dtype)
+        starts = [list(config.starts)] * len(paths) if config.starts else None
+        pool = ScenarioPool.build(
+            paths, layouts, config.pool, starts=starts, device=device, dtype=dtype
+        )
         cached = ScenarioSource(pool=pool, paths=paths)
         with _LOCK:
             _POOLS[key] = cached

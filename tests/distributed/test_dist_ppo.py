@@ -13,7 +13,7 @@ pytest.importorskip("torchrl")
 
 from policies.checkpoint import load_policy  # noqa: E402
 from policies.config import preset  # noqa: E402
-from policies.evaluate import evaluate_distilled  # noqa: E402
+from policies.evaluate_distilled import evaluate_distilled  # noqa: E402
 from policies.networks import RunningNorm  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)

@@ -32,7 +32,7 @@ def test_s3_train_under_torchrun_makes_a_policy_that_evaluates_in_one_process(tm
     records the two-process job and drives a single-process evaluation with finite metrics.
     """
     from policies.checkpoint import load_policy
-    from policies.evaluate import evaluate_distilled
+    from policies.evaluate_distilled import evaluate_distilled
 
     out = tmp_path / "run"
     proc = _torchrun("-m", "gym_s3.cli", "train", "--preset", "tiny", "--out", str(out),

@@ -1,0 +1,205 @@
+"""Evaluate policies in ``S3Distilled-v0``: the Putnam Park laps of ``S3BeamNG-v0`` and label sets.
+
+* :func:`evaluate_distilled_laps` drives exactly the laps of
+  :func:`policies.evaluate.evaluate_beamng` (same track, surface layouts with the same ice-patch
+  placement, standing start, lap task) in the distilled env of any backend, so the two tables
+  compare the distilled and the high-fidelity simulator directly.
+* :func:`evaluate_distilled` runs one episode per car in a batch and averages the metrics;
+  :func:`evaluate_labels` does that for the scenario pool filtered by each label (hard braking,
+  intersections, ...).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from policies.checkpoint import Policy
+from policies.evaluate import METRICS, RunResult, print_run, run_episode
+
+
+def evaluate_distilled_laps(
+    policy: Policy,
+    *,
+    backend: str | None = None,
+    checkpoint: str | None = None,
+    surfaces: Sequence[str] = ("asphalt", "asphalt_wet", "gravel", "snow", "ice"),
+    ice_patches: Sequence[int] = (0, 4),
+    track: str = "putnam",
+    seed: int = 0,
+    render_every: int = 0,
+    max_steps: int | None = None,
+    progress: bool = True,
+    device: str = "cpu",
+) -> list[RunResult]:
+    """Laps of ``track`` in ``S3Distilled-v0`` for every surface × ice-patch count.
+
+    Args:
+        policy: the policy (its ``obs_mode`` configures the env).
+        backend: dynamics backend to drive in (default: the one the policy was trained in).
+        checkpoint: dynamics checkpoint (default: the shipped one of ``backend``).
+        surfaces: base surfaces to test.
+        ice_patches: numbers of ice patches (0 = none) to test on each surface.
+        track: reference track.
+        seed: seed of the episode and of the patch placement (as in ``evaluate_beamng``).
+        render_every: keep a frame every this many steps for GIFs (0: none).
+        max_steps: cap on the steps of each run.
+        progress: print one line per finished run.
+        device: torch device of the env.
+    """
+    import gymnasium as gym
+
+    import gym_s3  # noqa: F401  (registers the ids)
+    from gym_s3.envs.pools import resolve_track
+    from gym_s3.task import lap_task
+    from gym_s3.tracks.surfaces import lap_layout
+
+    backend = backend or policy.backend
+    reference = resolve_track(track)
+    name = f"S3Distilled-v0/{backend}"
+    results = []
+    for surface in surfaces:
+        for patches in ice_patches:
+            layout = lap_layout(reference, surface, patches, seed)
+            env = gym.make(
+                "S3Distilled-v0",
+                backend=backend,
+                checkpoint=checkpoint,
+                device=device,
+                tracks=(track,),
+                layouts=(layout,),
+                starts=(0.0,),
+                task=lap_task(obs_mode=policy.obs_mode),
+                seed=seed,
+                render_mode="rgb_array" if render_every else None,
+                disable_env_checker=True,
+            )
+            try:
+                res = run_episode(env, policy, env_name=name, seed=seed,
+                                  render_every=render_every, max_steps=max_steps,
+                                  condition={"track": track, "surface": surface,
+                                             "ice_patches": patches})  # fmt: skip
+            finally:
+                env.close()
+            res.reference, res.layout = reference, layout
+            results.append(res)
+            if progress:
+                print_run(res)
+    return results
+
+
+def evaluate_labels(
+    policy: Policy,
+    labels: Sequence[str],
+    *,
+    backend: str | None = None,
+    checkpoint: str | None = None,
+    num_envs: int = 256,
+    seed: int = 0,
+    progress: bool = True,
+    device: str = "cpu",
+    **env_kwargs: Any,
+) -> list[RunResult]:
+    """``num_envs`` episodes of the scenario pool filtered by each label, in ``S3Distilled-v0``.
+
+    Each result holds the mean metrics of its label's episodes (``completion`` is the mean
+    completed share of the route); ``terminated_by`` gives the completed and failed shares.
+
+    Args:
+        policy: the policy (its ``obs_mode`` configures the env).
+        labels: scenario labels (:data:`gym_s3.scenarios.LABELS`); unknown ones raise
+            :class:`~gym_s3.errors.ConfigError` with the valid list.
+        backend: dynamics backend (default: the one the policy was trained in).
+        checkpoint: dynamics checkpoint (default: the shipped one of ``backend``).
+        num_envs: episodes per label (one per car, run as one batch).
+        seed: env seed (scenario draws and start noise).
+        progress: print one line per label.
+        device: torch device of the env.
+        **env_kwargs: further ``S3Distilled-v0`` arguments (``tracks``, ``layout``, ...).
+    """
+    from gym_s3.scenarios import label_mask
+
+    label_mask(labels)  # fail before any env is built
+    backend = backend or policy.backend
+    name = f"S3Distilled-v0/{backend}"
+    results = []
+    for label in labels:
+        t0 = time.perf_counter()
+        out = evaluate_distilled(policy.act, num_envs=num_envs, seed=seed, backend=backend,
+                                 checkpoint=checkpoint, device=device, obs_mode=policy.obs_mode,
+                                 scenarios=(label,), **env_kwargs)  # fmt: skip
+        empty = np.zeros(0)
+        res = RunResult(
+            env=name,
+            condition={"label": label, "episodes": num_envs},
+            metrics={k: out[k] for k in METRICS},
+            terminated_by=f"done {out['completed_rate']:.0%} fail {out['failure_rate']:.0%}",
+            trajectory=np.zeros((0, 2)),
+            cte=empty,
+            s=empty,
+            speed=empty,
+            target=empty,
+            wall_s=time.perf_counter() - t0,
+        )
+        results.append(res)
+        if progress:
+            print_run(res)
+    return results
+
+
+def evaluate_distilled(
+    act: Any,
+    *,
+    num_envs: int = 64,
+    seed: int = 0,
+    **env_kwargs: Any,
+) -> dict[str, float]:
+    """One episode per car in the batched ``S3Distilled-v0``; mean episode metrics.
+
+    Args:
+        act: ``callable(obs (N, F) tensor) -> action (N, 2) tensor`` (e.g. ``ActorNet.act`` or
+            ``Policy.act``), used deterministically.
+        num_envs: cars (= episodes).
+        seed: env seed (fixes scenarios and start noise).
+        **env_kwargs: ``S3Distilled-v0`` arguments (backend, tracks, obs_mode, scenarios, ...).
+
+    Returns:
+        mean of every :data:`METRICS` entry over the episodes, plus ``failure_rate`` (share of
+        episodes ended by leaving the road, spinning out or a non-finite state) and
+        ``completed_rate``.
+    """
+    import gymnasium as gym
+    import torch
+
+    import gym_s3  # noqa: F401  (registers the ids)
+
+    env = gym.make("S3Distilled-v0", num_envs=num_envs, seed=seed, autoreset_mode="same_step",
+                   **env_kwargs)  # fmt: skip
+    try:
+        obs, _ = env.reset(seed=seed)
+        max_steps = env.unwrapped.config.task.max_episode_steps
+        recorded = torch.zeros(num_envs, dtype=torch.bool)
+        sums = {k: torch.zeros(num_envs) for k in METRICS}
+        failed = torch.zeros(num_envs, dtype=torch.bool)
+        completed = torch.zeros(num_envs, dtype=torch.bool)
+        with torch.no_grad():
+            for _ in range(max_steps + 1):
+                obs, _, terminated, truncated, info = env.step(act(obs))
+                new = (terminated | truncated).cpu() & ~recorded
+                for k in METRICS:
+                    sums[k] = torch.where(new, info[f"episode/{k}"].float().cpu(), sums[k])
+                bad = (info["off_track"] | info["spin_out"] | info["non_finite"]).cpu()
+                failed |= new & bad
+                completed |= new & info["completed"].cpu()
+                recorded |= new
+                if bool(recorded.all()):
+                    break
+    finally:
+        env.close()
+    out = {k: float(v.mean()) for k, v in sums.items()}
+    out["failure_rate"] = float(failed.float().mean())
+    out["completed_rate"] = float(completed.float().mean())
+    return out

@@ -1,0 +1,148 @@
+"""Evaluation: the same Putnam Park laps in both envs, labelled scenario sets, ``s3 evaluate``."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from gym_s3.cli import main
+from gym_s3.envs.config import ScenarioConfig
+from gym_s3.envs.pools import resolve_track, scenario_source
+from gym_s3.errors import ConfigError
+from gym_s3.spec import observation_size
+from gym_s3.tracks.surfaces import lap_layout
+from policies.checkpoint import Policy, load_policy, save_policy
+from policies.evaluate import METRICS
+from policies.evaluate_distilled import evaluate_distilled_laps, evaluate_labels
+from policies.networks import ActorNet, RunningNorm
+
+
+@pytest.fixture
+def policy(tmp_path) -> Policy:
+    """An untrained bicycle policy saved to disk and loaded back (the real checkpoint path)."""
+    torch.manual_seed(0)
+    actor = ActorNet(RunningNorm(observation_size()), observation_size(), (16, 16))
+    path = save_policy(tmp_path / "pol", actor, backend="bicycle", obs_mode="default", training={})
+    return load_policy(path)
+
+
+def test_lap_layout_is_the_beamng_env_layout():
+    """The distilled laps use exactly the layout S3BeamNG-v0 builds (same patch placement)."""
+    pytest.importorskip("beamngpy")
+    from gym_s3.envs.beamng import S3BeamNGEnv
+
+    putnam = resolve_track("putnam")
+    env = S3BeamNGEnv(standin=True, surface="gravel", ice_patches=4, layout_seed=3)
+    try:
+        assert env.layout == lap_layout(putnam, "gravel", 4, 3)
+        assert len(env.layout.bands) == 4
+        assert env.config.task.complete_laps == 1.0
+    finally:
+        env.close()
+
+
+def test_explicit_layouts_and_starts_build_one_scenario_per_layout_and_start():
+    """``layouts`` replace the drawn layouts and ``starts`` the start spacing of the pool."""
+    putnam = resolve_track("putnam")
+    layouts = (lap_layout(putnam, "asphalt"), lap_layout(putnam, "snow", 2, 1))
+    cfg = ScenarioConfig(tracks=("putnam",), layouts=layouts, starts=(0.0, 500.0))
+    pool = scenario_source(cfg).pool
+    assert pool.layouts == layouts
+    assert pool.scenario_variant.tolist() == [0, 0, 1, 1]
+    assert pool.scenario_start.tolist() == [0.0, 500.0, 0.0, 500.0]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(tracks=("putnam", "town:0"), layouts=("x",)), "one track"),
+        (dict(tracks=("putnam",), layouts=("asphalt",)), "SurfaceLayout"),
+        (dict(tracks=("putnam",), starts=(-1.0,)), "starts"),
+        (dict(tracks=("putnam",), starts=(math.nan,)), "starts"),
+    ],
+)
+def test_bad_explicit_layouts_or_starts_are_refused(kwargs, match):
+    """Layouts for several tracks, non-layouts and negative or NaN starts raise clearly."""
+    with pytest.raises(ConfigError, match=match):
+        ScenarioConfig(**kwargs)
+
+
+def test_distilled_laps_drive_the_lap_from_a_standing_start(policy):
+    """One run per surface × patch count, from s = 0 at rest, on the lap layout."""
+    results = evaluate_distilled_laps(policy, surfaces=("asphalt", "ice"), ice_patches=(0, 3),
+                                      max_steps=25, progress=False)  # fmt: skip
+    assert [(r.condition["surface"], r.condition["ice_patches"]) for r in results] == [
+        ("asphalt", 0), ("asphalt", 3), ("ice", 0), ("ice", 3)]  # fmt: skip
+    putnam = resolve_track("putnam")
+    for r in results:
+        assert r.env == "S3Distilled-v0/bicycle"
+        assert r.layout == lap_layout(putnam, r.condition["surface"], r.condition["ice_patches"])
+        assert r.metrics["steps"] == 25 and len(r.trajectory) == 25
+        assert all(math.isfinite(r.metrics[k]) for k in METRICS)
+        # a standing start at s = 0: the first positions are next to the start of the reference
+        start = putnam.sample(torch.tensor([0.0], dtype=putnam.dtype))
+        d0 = math.hypot(
+            r.trajectory[0, 0] - float(start.x[0]), r.trajectory[0, 1] - float(start.y[0])
+        )
+        assert d0 < 1.0
+        assert abs(r.s[0]) < 1.0 or abs(r.s[0] - putnam.length) < 1.0
+
+
+def test_label_sets_report_mean_metrics_per_label(policy):
+    """Each label gets its own batch; unknown labels fail before any env is built."""
+    results = evaluate_labels(policy, ["hard_braking", "intersection"], num_envs=8, progress=False)
+    assert [r.condition for r in results] == [
+        {"label": "hard_braking", "episodes": 8},
+        {"label": "intersection", "episodes": 8},
+    ]
+    for r in results:
+        assert all(math.isfinite(r.metrics[k]) for k in METRICS)
+        assert 0.0 <= r.metrics["completion"] <= 1.0
+        assert r.metrics["steps"] >= 1
+    with pytest.raises(ConfigError, match="valid labels"):
+        evaluate_labels(policy, ["hard_breaking"], num_envs=2, progress=False)
+
+
+def test_cli_evaluates_distilled_laps_and_labels(policy, tmp_path, capsys):
+    """``s3 evaluate --env distilled --labels`` writes one JSON row per lap and per label."""
+    out = tmp_path / "eval"
+    rc = main(["evaluate", str(policy.path), "--env", "distilled", "--surfaces", "asphalt",
+               "--ice-patches", "2", "--max-steps", "10", "--labels", "sharp_turn",
+               "--num-envs", "4", "--out", str(out)])  # fmt: skip
+    assert rc == 0
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [r["condition"].get("label", r["condition"].get("surface")) for r in runs] == [
+        "asphalt", "sharp_turn"]  # fmt: skip
+    assert (out / "trajectory_asphalt_p2.png").stat().st_size > 0
+    assert "asphalt +2 ice" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--no-laps"], "pass --labels"),
+        (["--beamng", "--env", "distilled"], "--env beamng"),
+        (["--num-envs", "0", "--labels", "all"], "--num-envs"),
+        (["--labels", "nonsense"], "valid labels"),
+    ],
+)
+def test_cli_refuses_contradictory_options(policy, tmp_path, capsys, extra, match):
+    """Option mistakes exit with status 2 and a message naming the option."""
+    rc = main(["evaluate", str(policy.path), "--out", str(tmp_path / "e"), *extra])
+    assert rc == 2
+    assert match in capsys.readouterr().err
+    assert not (tmp_path / "e" / "results.json").exists()
+
+
+def test_distilled_lap_metrics_do_not_depend_on_rendering(policy):
+    """Recording GIF frames does not change the run (same trajectory)."""
+    a = evaluate_distilled_laps(policy, surfaces=("asphalt",), ice_patches=(0,), max_steps=8,
+                                progress=False)[0]  # fmt: skip
+    b = evaluate_distilled_laps(policy, surfaces=("asphalt",), ice_patches=(0,), max_steps=8,
+                                render_every=4, progress=False)[0]  # fmt: skip
+    assert len(b.frames) == 2 and b.frames[0].ndim == 3
+    np.testing.assert_array_equal(a.trajectory, b.trajectory)
