@@ -110,7 +110,8 @@ class DistilledConfig:
         backend: a registered backend name (``"bicycle"``, ``"ddm"``, ``"trans"``, ``"dytr"``) or
             a :class:`~gym_s3.dynamics.DynamicsBackend` instance.
         checkpoint: path of a dynamics checkpoint to load (its backend must match ``backend``
-            when a name is given); ``None`` builds an untrained (default-parameter) backend.
+            when a name is given); ``None`` loads the checkpoint shipped for that backend (the
+            bicycle without one uses its default parameters).
         device: torch device of every per-car tensor (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
         dtype: float dtype of the simulation, ``"float32"`` or ``"float64"`` (observations are
             always float32).
