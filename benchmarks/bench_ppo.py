@@ -1,0 +1,82 @@
+"""PPO training throughput as a ratio of env-only throughput at the same N.
+
+For each preset (default ``bicycle`` and ``ddm``) it measures, in one process and at the same
+number of cars N:
+
+* **env-only**: the env step the training faces run (core step + same-step autoreset, random
+  actions drawn beforehand; ``bench_distilled.bench_one``, eager), median over repeats;
+* **collection**: TorchRL ``Collector`` stepping the env with the policy (env + actor inference
+  + TorchRL bookkeeping), from :class:`policies.ppo.TrainResult`;
+* **training**: collection plus GAE and the PPO epochs, i.e. what ``s3 train`` sustains.
+
+It prints frames/s and the ratios collection/env-only and training/env-only. Timings are of the
+whole short run (including the first iteration), so longer runs sit slightly higher. Nothing is
+asserted; the shared 2-core machine is noisy, so compare ratios from one run.
+
+    python benchmarks/bench_ppo.py                               # bicycle and ddm, N = 2048
+    python benchmarks/bench_ppo.py --presets trans dytr --num-envs 1024 --iterations 4
+    python benchmarks/bench_ppo.py --device cuda --num-envs 16384
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_distilled import bench_one  # noqa: E402
+
+from policies.config import preset  # noqa: E402
+from policies.ppo import train  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the options and print one row per preset."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--presets", nargs="+", default=["bicycle", "ddm"],
+                        help="PPO presets (bicycle, ddm, trans, dytr, oracle)")  # fmt: skip
+    parser.add_argument("--num-envs", type=int, default=2048, help="cars N [count]")
+    parser.add_argument("--iterations", type=int, default=6,
+                        help="PPO iterations of the training run [count]")  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=20, help="timed env-only steps [count]")
+    parser.add_argument("--device", default="cpu", help="torch device")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"device {args.device}, {torch.get_num_threads()} threads, N = {args.num_envs}")
+    head = (f"{'preset':8s} {'env-only':>12s} {'collection':>12s} {'training':>12s} "
+            f"{'coll/env':>9s} {'train/env':>9s}   [frames/s]")  # fmt: skip
+    print(head)
+    for name in args.presets:
+        frames = args.num_envs * preset(name).rollout_steps * args.iterations
+        cfg = preset(name, num_envs=args.num_envs, device=args.device, total_frames=frames,
+                     eval_every=0, checkpoint_every=0, logger="csv")  # fmt: skip
+        env = bench_one(cfg.backend, args.num_envs, compiled=False, device=args.device,
+                        repeats=args.repeats, warmup=3, tracks=cfg.tracks, forward=False,
+                        obs_mode=cfg.obs_mode, layouts_per_track=cfg.layouts_per_track,
+                        max_episode_steps=cfg.max_episode_steps,
+                        scenarios=cfg.scenarios)  # fmt: skip
+        env_fps = args.num_envs / env.step_s
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            result = train(cfg, tmp, progress=False)
+            wall = time.perf_counter() - t0
+        print(f"{name:8s} {env_fps:12.0f} {result.env_frames_per_s:12.0f} "
+              f"{result.train_frames_per_s:12.0f} {result.env_frames_per_s / env_fps:9.2f} "
+              f"{result.train_frames_per_s / env_fps:9.2f}   ({result.frames} frames, "
+              f"{wall:.0f} s)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
