@@ -185,6 +185,7 @@ class SimLink:
         self.bng: Any = None
         self.vehicle: Any = None
         self._prev: Measurement | None = None
+        self._launched = False  # whether beamngpy started the simulator process for this link
 
     @property
     def source(self) -> str:
@@ -228,6 +229,10 @@ class SimLink:
                 f"`s3 standin --port {self.port}` (or pass standin=True / --standin), or point "
                 f"host/port at a running BeamNG.tech started with -tcom (or launch=True, home=...)."
             ) from exc
+        # ``open(launch=True)`` first connects to a simulator that is already running; only a
+        # process beamngpy started itself may be quit on close.
+        self._launched = getattr(bng, "process", None) is not None
+        bng.quit_on_close = self._launched
         self.bng = bng
         with self.errors("setting up the scenario"):
             self._build(bngpy)
@@ -264,7 +269,7 @@ class SimLink:
         bng, self.bng, self.vehicle = self.bng, None, None
         if bng is not None:
             try:
-                bng.close() if self.sim.launch else bng.disconnect()
+                bng.close() if self._launched else bng.disconnect()
             except Exception:  # noqa: BLE001 - closing a dead connection must not raise
                 pass
         self._stop_server()
