@@ -59,3 +59,15 @@ def test_dytr_is_at_least_as_accurate_as_ddm(report: dict) -> None:
     """The 20-step position error of dytr over the held-out windows is <= that of ddm."""
     res = report["results"]
     assert res["dytr"]["all"]["position"]["20"] <= res["ddm"]["all"]["position"]["20"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_shipped_checkpoints_were_trained_on_this_dataset(report: dict) -> None:
+    """Every shipped learned checkpoint records the hash of the regenerated default dataset.
+
+    Otherwise the "held-out" split above could overlap the sessions a model was trained on (a
+    drift of ``s3 data generate`` shows up here first).
+    """
+    for name in LEARNED:
+        assert report["trained_on"][name] == report["dataset_hash"], name
