@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from gym_s3 import checkpoints
-from gym_s3.errors import ActionError, CheckpointError
+from gym_s3.errors import ActionError, CheckpointError, ConfigError
 from gym_s3.spec import observation_size
 from policies.networks import ActorNet, RunningNorm
 
@@ -81,6 +81,20 @@ class Policy:
         device = next(self.actor.parameters()).device
         out = self.actor.act(x.to(device))
         return out.cpu().numpy() if is_np else out
+
+
+#: Folder of the policies shipped with the package (``s3 train --preset NAME --ship``).
+POLICY_ASSETS = Path(__file__).resolve().parent / "assets"
+
+#: Names of the shipped policies: one per dynamics backend, plus ``oracle`` (dytr, oracle obs).
+SHIPPED_POLICIES: tuple[str, ...] = ("bicycle", "ddm", "trans", "dytr", "oracle")
+
+
+def shipped_policy(name: str) -> Path:
+    """Path of the shipped policy checkpoint ``name`` (one of :data:`SHIPPED_POLICIES`)."""
+    if name not in SHIPPED_POLICIES:
+        raise ConfigError(f"no shipped policy '{name}'; shipped: {', '.join(SHIPPED_POLICIES)}")
+    return POLICY_ASSETS / f"{name}.json"
 
 
 def load_policy(path: str | os.PathLike[str], *, device: torch.device | str = "cpu") -> Policy:

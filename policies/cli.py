@@ -96,8 +96,7 @@ def _run_train(args: argparse.Namespace) -> int:
             return 0
     print(f"policy: {result.checkpoint}")
     if args.ship:
-        from policies.checkpoint import load_policy, save_policy
-        from policies.pipeline.steps import shipped_policy
+        from policies.checkpoint import load_policy, save_policy, shipped_policy
 
         policy = load_policy(result.checkpoint)
         target = save_policy(shipped_policy(args.preset).with_suffix(""), policy.actor,

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from gym_s3.errors import ConfigError
+from policies.checkpoint import SHIPPED_POLICIES
 from policies.pipeline.stages import StageOutcome, run_stage
 
 BACKENDS: tuple[str, ...] = ("bicycle", "ddm", "trans", "dytr")
-POLICIES: tuple[str, ...] = ("bicycle", "ddm", "trans", "dytr", "oracle")
+POLICIES: tuple[str, ...] = SHIPPED_POLICIES
 
 
 @dataclass(frozen=True)

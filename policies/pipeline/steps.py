@@ -9,15 +9,10 @@ from typing import Any
 
 import torch
 
+from gym_s3.errors import ConfigError
+from policies.checkpoint import shipped_policy
 from policies.pipeline.run import BACKENDS, PipelineConfig
 from policies.pipeline.stages import StageOutcome
-
-POLICY_ASSETS = Path(__file__).resolve().parent.parent / "assets"
-
-
-def shipped_policy(name: str) -> Path:
-    """Path of the shipped policy checkpoint ``name`` (a backend or ``oracle``)."""
-    return POLICY_ASSETS / f"{name}.json"
 
 
 # ---------------------------------------------------------------------------------- data
@@ -102,7 +97,13 @@ def stage_train(folder: Path, config: PipelineConfig, distill: StageOutcome) -> 
                          "env_frames_per_s": result.env_frames_per_s}  # fmt: skip
     for name in config.eval_policies:
         if name not in policies:
-            policies[name] = str(shipped_policy(name))
+            path = shipped_policy(name)
+            if not path.is_file():
+                raise ConfigError(
+                    f"the shipped policy '{name}' is missing ({path}); make it with "
+                    f"`s3 train --preset {name} --ship`, or train it in this run (policy_backends)"
+                )
+            policies[name] = str(path)
     return {"policies": policies, "trained": trained}
 
 
