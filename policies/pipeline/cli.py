@@ -47,12 +47,40 @@ def register(subparsers: Any) -> None:
         help="cap on each validation run [steps of 50 ms] (preset value if omitted)",
     )
     p.add_argument(
+        "--distill",
+        default=None,
+        help="comma-separated backends to distil in this run (bicycle, ddm, trans, dytr); the "
+        "others use the shipped checkpoints; 'none' for none (preset value if omitted)",
+    )
+    p.add_argument(
+        "--policies",
+        default=None,
+        help="comma-separated policies to train in this run (bicycle, ddm, trans, dytr, oracle); "
+        "the others use the shipped policies; 'none' for none (preset value if omitted)",
+    )
+    p.add_argument(
+        "--device",
+        default=None,
+        help="torch device of distillation, PPO and the distilled-env throughput, e.g. cuda "
+        "(default: cpu; the stand-in physics always runs on the CPU)",
+    )
+    p.add_argument(
         "--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)"
     )
     p.set_defaults(func=_run)
 
 
+def _names(text: str | None) -> tuple[str, ...] | None:
+    """A comma-separated option as a tuple of names (``None`` if omitted, ``()`` for 'none')."""
+    if text is None:
+        return None
+    if text.strip().lower() == "none":
+        return ()
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
 def _run(args: argparse.Namespace) -> int:
+    """``s3 pipeline``."""
     from dataclasses import replace
 
     import torch
@@ -61,7 +89,9 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    config = preset(args.preset, seed=args.seed, eval_max_steps=args.eval_max_steps)
+    config = preset(args.preset, seed=args.seed, eval_max_steps=args.eval_max_steps,
+                    device=args.device, distill_backends=_names(args.distill),
+                    policy_backends=_names(args.policies))  # fmt: skip
     if args.ppo_seconds is not None:
         ppo = {**config.ppo_preset_overrides, "time_budget_s": args.ppo_seconds}
         config = replace(config, ppo_preset_overrides=ppo)

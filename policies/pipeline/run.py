@@ -54,6 +54,8 @@ class PipelineConfig:
             (one-off compilation of up to a minute, then about 10x faster).
         speedup_num_envs: cars of the distilled-env throughput measurement.
         speedup_seconds: measuring time per backend [s].
+        device: torch device of distillation, PPO and the distilled-env throughput (``"cuda"``
+            for the ``full`` preset on a GPU); the stand-in physics always runs on the CPU.
     """
 
     seed: int = 0
@@ -72,8 +74,17 @@ class PipelineConfig:
     fast_standin: bool = True
     speedup_num_envs: int = 4096
     speedup_seconds: float = 5.0
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
+        try:
+            import torch
+
+            torch.device(self.device)
+        except (RuntimeError, TypeError) as exc:
+            raise ConfigError(
+                f"unknown torch device '{self.device}' (use cpu, cuda, cuda:1)"
+            ) from exc
         for name in (*self.distill_backends,):
             if name not in BACKENDS:
                 raise ConfigError(f"unknown backend '{name}' to distil; valid: {BACKENDS}")
@@ -161,7 +172,7 @@ def run_pipeline(
     began = time.perf_counter()
     from gym_s3 import __version__
 
-    common = {"version": __version__, "seed": config.seed}
+    common = {"version": __version__, "seed": config.seed, "device": config.device}
     outcomes: dict[str, StageOutcome] = {}
     outcomes["data"] = run_stage(
         root, "data",

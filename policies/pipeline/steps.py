@@ -47,8 +47,9 @@ def stage_distill(folder: Path, config: PipelineConfig, data: StageOutcome) -> d
     dataset = DrivingDataset.load(Path(data.result["dataset"]))
     checkpoints: dict[str, str] = {}
     if config.distill_backends:
+        overrides = {"device": config.device, **config.distill_overrides}
         written = recipes.run(dataset, folder / "checkpoints", config.distill_backends,
-                              overrides=config.distill_overrides,
+                              overrides=overrides,
                               command=f"s3 pipeline (seed {config.seed})")  # fmt: skip
         checkpoints.update({k: str(v) for k, v in written.items()})
     for name in BACKENDS:
@@ -88,8 +89,9 @@ def stage_train(folder: Path, config: PipelineConfig, distill: StageOutcome) -> 
     trained: dict[str, Any] = {}
     for name in config.policy_backends:
         preset_name, backend = _policy_preset(name)
+        overrides = {"device": config.device, **config.ppo_preset_overrides}
         cfg = preset(preset_name, dynamics_checkpoint=distill.result["checkpoints"][backend],
-                     seed=config.seed, **config.ppo_preset_overrides)  # fmt: skip
+                     seed=config.seed, **overrides)  # fmt: skip
         result = train(cfg, folder / name)
         policies[name] = str(result.checkpoint)
         trained[name] = {"frames": result.frames, "wall_s": result.wall_s,
@@ -134,25 +136,34 @@ def stage_evaluate(folder: Path, config: PipelineConfig, train: StageOutcome) ->
 
 
 # ---------------------------------------------------------------------------------- speedup
-def _distilled_rate(backend: str, checkpoint: str, n: int, seconds: float) -> float:
+def _distilled_rate(backend: str, checkpoint: str, n: int, seconds: float, device: str) -> float:
     """Env steps per second of ``S3Distilled-v0`` with random actions (resets included)."""
     import gymnasium as gym
 
     import gym_s3  # noqa: F401
 
     env = gym.make("S3Distilled-v0", num_envs=n, backend=backend, checkpoint=checkpoint,
-                   tracks=("putnam",), layouts_per_track=2, seed=0)  # fmt: skip
+                   tracks=("putnam",), layouts_per_track=2, seed=0, device=device)  # fmt: skip
     gen = torch.Generator().manual_seed(0)
+    actions = [(torch.rand(n, 2, generator=gen) * 2 - 1).to(device) for _ in range(8)]
     env.reset(seed=0)
-    for _ in range(3):  # warm-up
-        env.step(torch.rand(n, 2, generator=gen) * 2 - 1)
+    for k in range(3):  # warm-up
+        env.step(actions[k])
+    _sync(device)
     steps, began = 0, time.perf_counter()
     while time.perf_counter() - began < seconds:
-        env.step(torch.rand(n, 2, generator=gen) * 2 - 1)
+        env.step(actions[steps % len(actions)])
         steps += 1
+    _sync(device)
     rate = steps * n / (time.perf_counter() - began)
     env.close()
     return rate
+
+
+def _sync(device: str) -> None:
+    """Wait for queued GPU work (timings of asynchronous devices)."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def _standin_rate(seconds: float, fast: bool) -> float:
@@ -179,10 +190,11 @@ def stage_speedup(folder: Path, config: PipelineConfig, distill: StageOutcome) -
     standin = _standin_rate(max(config.speedup_seconds, 2.0), config.fast_standin)
     rows = {}
     for name, ckpt in distill.result["checkpoints"].items():
-        rate = _distilled_rate(name, ckpt, config.speedup_num_envs, config.speedup_seconds)
+        rate = _distilled_rate(name, ckpt, config.speedup_num_envs, config.speedup_seconds,
+                               config.device)  # fmt: skip
         rows[name] = {"steps_per_s": rate, "speedup": rate / standin}
     result = {"num_envs": config.speedup_num_envs, "standin_steps_per_s": standin,
-              "standin_compiled": config.fast_standin,
+              "standin_compiled": config.fast_standin, "device": config.device,
               "threads": torch.get_num_threads(), "backends": rows}  # fmt: skip
     (folder / "speedup.json").write_text(json.dumps(result, indent=2) + "\n")
     return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -19,8 +20,10 @@ def test_tiny_pipeline_end_to_end_and_resume(tmp_path):
 
     Fails if a stage breaks, the report lacks a section, or unchanged inputs re-run a stage.
     """
-    logs: list[str] = []
-    report = run_pipeline(preset("tiny"), tmp_path, log=logs.append)
+    from gym_s3.cli import main
+
+    assert main(["pipeline", "--preset", "tiny", "--out", str(tmp_path)]) == 0  # the command
+    report = tmp_path / "report.md"
     text = report.read_text()
     for heading in ("Driving data", "open-loop error", "Validation in S3BeamNG-v0",
                     "Backend scorecard", "Speed-up"):  # fmt: skip
@@ -32,6 +35,27 @@ def test_tiny_pipeline_end_to_end_and_resume(tmp_path):
     runs = json.loads((tmp_path / "evaluate" / "bicycle" / "results.json").read_text())["runs"]
     assert runs and runs[0]["condition"]["surface"] == "asphalt"
     assert list((tmp_path / "evaluate" / "bicycle").glob("*.gif"))
-    logs.clear()
+    logs: list[str] = []
     run_pipeline(preset("tiny"), tmp_path, log=logs.append)
     assert sum("unchanged" in line for line in logs) == 5
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--device", "gpu"], "unknown torch device 'gpu'"),
+        (["--policies", "ddm,ppo"], "unknown policy 'ppo'"),
+        (["--distill", "bicycle,gru"], "unknown backend 'gru'"),
+        (["--preset", "huge"], "invalid choice"),
+    ],
+)
+def test_pipeline_options_are_checked_before_any_stage_runs(tmp_path, capsys, extra, match):
+    """Bad devices, policy or backend names stop ``s3 pipeline`` at once, naming the value."""
+    from gym_s3.cli import main
+
+    with pytest.raises(SystemExit) if "--preset" in extra else contextlib.nullcontext():
+        rc = main(["pipeline", "--out", str(tmp_path / "p"), *extra])
+        assert rc == 2
+    captured = capsys.readouterr()
+    assert match in captured.err
+    assert not (tmp_path / "p" / "data").exists()
