@@ -123,8 +123,8 @@ def _register_evaluate(subparsers: Any) -> None:
         description="Drive Putnam Park laps with a trained policy on every requested surface and "
         "ice-patch count, in S3BeamNG-v0 (the open stand-in unless --beamng points at "
         "BeamNG.tech) or, with --env distilled, in S3Distilled-v0 on any backend (the same laps: "
-        "same layouts, start and task). With --labels, also run batches of scenarios filtered by "
-        "each label in S3Distilled-v0. Writes a table, JSON, plots and optional GIFs.",
+        "same layouts, start and task). With --labels, also run episodes of the scenario pool "
+        "filtered by each label. Writes a table, JSON, plots and optional GIFs.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("policy", type=Path, help="policy checkpoint (.json sidecar or stem)")
@@ -164,22 +164,32 @@ def _register_evaluate(subparsers: Any) -> None:
     p.add_argument(
         "--labels",
         default="",
-        help="comma-separated scenario labels to evaluate in S3Distilled-v0, one batch each "
-        f"('all' for every label; valid: {', '.join(LABELS)})",
+        help="comma-separated scenario labels: episodes of the scenario pool filtered by each "
+        f"label, in the env of --env ('all' for every label; valid: {', '.join(LABELS)})",
     )
     p.add_argument(
-        "--num-envs",
+        "--episodes",
         type=int,
-        default=256,
-        help="episodes per label set, run as one batch of cars [count]",
+        default=None,
+        help="episodes per label set [count] (default: 256 in S3Distilled-v0, run as one batch "
+        "of cars; 8 in S3BeamNG-v0, run one after another)",
     )
-    p.add_argument(
+    bng = p.add_argument_group("BeamNG.tech (with --beamng; the stand-in needs none of these)")
+    bng.add_argument(
         "--beamng",
         action="store_true",
-        help="use a running BeamNG.tech at --host/--port instead of the stand-in",
+        help="drive in BeamNG.tech at --host/--port instead of the open stand-in",
     )
-    p.add_argument("--host", default="127.0.0.1", help="BeamNG.tech address (with --beamng)")
-    p.add_argument("--port", type=int, default=25252, help="BeamNG.tech port (with --beamng)")
+    bng.add_argument("--host", default="127.0.0.1", help="BeamNG.tech address")
+    bng.add_argument("--port", type=int, default=25252, help="BeamNG.tech game-engine port")
+    bng.add_argument("--home", default=None, help="BeamNG.tech install folder (with --launch)")
+    bng.add_argument("--launch", action="store_true",
+                     help="start BeamNG.tech from --home if nothing answers at --host/--port "
+                     "(only a simulator started this way is closed at the end)")  # fmt: skip
+    bng.add_argument("--level", default="smallgrid", help="level with a large flat area")
+    bng.add_argument("--vehicle", default="etk800", help="BeamNG vehicle model id")
+    bng.add_argument("--socket-timeout", type=float, default=10.0,
+                     help="wait this long for any answer before a timeout error [s]")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="episode and ice-patch placement seed")
     p.add_argument(
         "--max-steps",
@@ -209,7 +219,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     """``s3 evaluate``."""
     from gym_s3.scenarios import LABELS, label_mask
     from policies.checkpoint import load_policy
-    from policies.evaluate import evaluate_beamng
+    from policies.evaluate import evaluate_beamng, evaluate_beamng_labels
     from policies.evaluate_distilled import evaluate_distilled_laps, evaluate_labels
     from policies.report import write_evaluation
 
@@ -219,23 +229,29 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         raise ConfigError("--no-laps leaves nothing to evaluate; pass --labels too")
     if args.beamng and args.env != "beamng":
         raise ConfigError("--beamng drives the laps in BeamNG.tech; it needs --env beamng")
-    if args.num_envs < 1:
-        raise ConfigError(f"--num-envs must be >= 1, got {args.num_envs}")
+    episodes = args.episodes if args.episodes is not None else 8 if args.env == "beamng" else 256
+    if episodes < 1:
+        raise ConfigError(f"--episodes must be >= 1, got {args.episodes}")
     policy = load_policy(args.policy)
     backend = args.backend or policy.backend
     lap_kw = dict(surfaces=_csv(args.surfaces, str), ice_patches=_csv(args.ice_patches, int),
                   track=args.track, seed=args.seed, render_every=args.gif_every,
                   max_steps=args.max_steps)  # fmt: skip
     results = []
+    sim = dict(host=args.host, port=args.port, home=args.home, launch=args.launch,
+               level=args.level, vehicle_model=args.vehicle,
+               socket_timeout=args.socket_timeout) if args.beamng else {}  # fmt: skip
     if not args.no_laps and args.env == "beamng":
-        results += evaluate_beamng(policy, standin=not args.beamng, host=args.host,
-                                   port=args.port, **lap_kw)  # fmt: skip
+        results += evaluate_beamng(policy, standin=not args.beamng, **lap_kw, **sim)
     elif not args.no_laps:
         ckpt = args.dynamics_checkpoint
         results += evaluate_distilled_laps(policy, backend=backend, checkpoint=ckpt, **lap_kw)
-    if labels:
+    if labels and args.env == "beamng":
+        results += evaluate_beamng_labels(policy, labels, episodes=episodes, seed=args.seed,
+                                          standin=not args.beamng, **sim)  # fmt: skip
+    elif labels:
         results += evaluate_labels(policy, labels, backend=backend,
-                                   checkpoint=args.dynamics_checkpoint, num_envs=args.num_envs,
+                                   checkpoint=args.dynamics_checkpoint, num_envs=episodes,
                                    seed=args.seed)  # fmt: skip
     paths = write_evaluation(results, args.out, title=f"Policy {policy.path} ({policy.backend})")
     for path in paths:

@@ -11,7 +11,8 @@ and off-track steps, plus the recorded trajectory for plots and GIF frames when 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,6 +160,29 @@ def run_episode(
     )
 
 
+@contextmanager
+def simulator(standin: bool, fast: bool, **options: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(env name, S3BeamNG-v0 connection arguments)`` of the simulator the runs use.
+
+    With ``standin``, one stand-in (compiled float32 physics when ``fast``) is started here for
+    every run, so a compilation is paid once, and stopped afterwards. Otherwise ``options``
+    (``host``, ``port``, ``home``, ``launch``, ``level``, ``vehicle_model``, ``socket_timeout``)
+    reach BeamNG.tech.
+    """
+    if not standin:
+        yield "S3BeamNG-v0", options
+        return
+    from gym_s3.beamng.config import WorldConfig
+    from gym_s3.beamng.server import StandInServer
+
+    world = WorldConfig(dtype="float32", compile=True) if fast else WorldConfig()
+    server = StandInServer(port=0, world_config=world)
+    try:
+        yield "S3BeamNG-v0 (open stand-in)", {"host": "127.0.0.1", "port": server.start()}
+    finally:
+        server.stop()
+
+
 def evaluate_beamng(
     policy: Policy,
     *,
@@ -166,13 +190,12 @@ def evaluate_beamng(
     ice_patches: Sequence[int] = (0, 4),
     track: str = "putnam",
     standin: bool = True,
-    host: str = "127.0.0.1",
-    port: int = 25252,
     seed: int = 0,
     render_every: int = 0,
     max_steps: int | None = None,
     progress: bool = True,
     fast: bool = True,
+    **sim_options: Any,
 ) -> list[RunResult]:
     """Laps of ``track`` in ``S3BeamNG-v0`` for every surface × ice-patch count.
 
@@ -181,45 +204,29 @@ def evaluate_beamng(
         surfaces: base surfaces to test.
         ice_patches: numbers of ice patches (0 = none) to test on each surface.
         track: reference track.
-        standin: use the open stand-in (``True``) or a BeamNG.tech at ``host:port``.
-        host: simulator address when ``standin`` is False.
-        port: simulator port when ``standin`` is False.
+        standin: use the open stand-in (``True``) or BeamNG.tech (``sim_options``).
         seed: seed of the episode and of the patch placement.
         render_every: keep a frame every this many steps for GIFs (0: none).
         max_steps: cap on the steps of each run.
         progress: print one line per finished run.
         fast: run the stand-in's physics compiled in float32 (about 10x faster after a one-off
             compilation; ``False``: the float64 eager reference physics).
+        **sim_options: BeamNG.tech connection (``host``, ``port``, ``home``, ``launch``,
+            ``level``, ``vehicle_model``, ``socket_timeout``; see
+            :class:`gym_s3.beamng.link.BeamNGConfig`), when ``standin`` is False.
     """
     import gymnasium as gym
 
     import gym_s3  # noqa: F401  (registers the ids)
 
     results = []
-    name = "S3BeamNG-v0 (open stand-in)" if standin else "S3BeamNG-v0"
-    server = None
-    if standin:
-        # one fast (compiled) stand-in serves every run: the compilation is paid once
-        from gym_s3.beamng.config import WorldConfig
-        from gym_s3.beamng.server import StandInServer
-
-        world = WorldConfig(dtype="float32", compile=True) if fast else WorldConfig()
-        server = StandInServer(port=0, world_config=world)
-        host, port = "127.0.0.1", server.start()
-    try:
+    with simulator(standin, fast, **sim_options) as (name, connect):
         for surface in surfaces:
             for patches in ice_patches:
-                env = gym.make(
-                    "S3BeamNG-v0",
-                    host=host,
-                    port=port,
-                    track=track,
-                    surface=surface,
-                    ice_patches=patches,
-                    layout_seed=seed,
-                    obs_mode=policy.obs_mode,
-                    render_mode="rgb_array" if render_every else None,
-                )
+                env = gym.make("S3BeamNG-v0", **connect, track=track,
+                               surface=surface, ice_patches=patches, layout_seed=seed,
+                               obs_mode=policy.obs_mode,
+                               render_mode="rgb_array" if render_every else None)  # fmt: skip
                 try:
                     res = run_episode(env, policy, env_name=name, seed=seed,
                                       render_every=render_every, max_steps=max_steps,
@@ -230,7 +237,125 @@ def evaluate_beamng(
                 results.append(res)
                 if progress:
                     print_run(res)
-    finally:
-        if server is not None:
-            server.stop()
     return results
+
+
+def evaluate_beamng_labels(
+    policy: Policy,
+    labels: Sequence[str],
+    *,
+    episodes: int = 8,
+    seed: int = 0,
+    standin: bool = True,
+    progress: bool = True,
+    fast: bool = True,
+    max_steps: int | None = None,
+    scenario: dict[str, Any] | None = None,
+    **sim_options: Any,
+) -> list[RunResult]:
+    """Episodes of the scenario pool filtered by each label, one after another in ``S3BeamNG-v0``.
+
+    The scenarios (path, surface layout, start) are drawn by ``seed`` from the same pool as
+    ``S3Distilled-v0``'s (:class:`gym_s3.envs.config.ScenarioConfig`), and each episode uses the
+    distilled env's task (start noise, 400-step limit), so the label rows of both envs compare.
+
+    Args:
+        policy: the policy (its ``obs_mode`` configures the env).
+        labels: scenario labels (:data:`gym_s3.scenarios.LABELS`).
+        episodes: episodes per label (at most the label's scenario count).
+        seed: seed of the scenario draws and of each episode's start noise.
+        standin: use the open stand-in (``True``) or BeamNG.tech (``sim_options``).
+        progress: print one line per label.
+        fast: compiled float32 stand-in physics (see :func:`evaluate_beamng`).
+        max_steps: cap on the steps of each episode (default: the task's 400-step limit).
+        scenario: :class:`~gym_s3.envs.config.ScenarioConfig` fields (``tracks``, ...).
+        **sim_options: BeamNG.tech connection, as in :func:`evaluate_beamng`.
+    """
+    import gymnasium as gym
+    import torch
+
+    import gym_s3  # noqa: F401  (registers the ids)
+    from gym_s3.envs.beamng import BeamNGEnvConfig
+    from gym_s3.envs.config import ScenarioConfig
+    from gym_s3.envs.pools import scenario_source
+    from gym_s3.scenarios import label_mask
+    from gym_s3.task import TaskConfig
+
+    label_mask(labels)  # fail before the simulator starts
+    config = BeamNGEnvConfig(task=TaskConfig(obs_mode=policy.obs_mode))
+    results = []
+    with simulator(standin, fast, **sim_options) as (name, connect):
+        for label in labels:
+            source = scenario_source(ScenarioConfig(labels=(label,), **(scenario or {})))
+            pool = source.pool
+            gen = torch.Generator().manual_seed(seed)
+            picks = torch.randperm(pool.num_scenarios, generator=gen)[:episodes].tolist()
+            t0 = time.perf_counter()
+            runs = []
+            for k, idx in enumerate(picks):
+                v = int(pool.scenario_variant[idx])
+                env = gym.make("S3BeamNG-v0", config=config, **connect,
+                               reference=source.paths[int(pool.variant_path[v])],
+                               layout=pool.layouts[v],
+                               start_s=float(pool.scenario_start[idx]))  # fmt: skip
+                try:
+                    runs.append(run_episode(env, policy, env_name=name, seed=seed + k,
+                                            condition={"label": label},
+                                            max_steps=max_steps))  # fmt: skip
+                finally:
+                    env.close()
+            res = label_summary(
+                name, label, [r.metrics for r in runs], [r.terminated_by for r in runs],
+                wall_s=time.perf_counter() - t0,
+            )  # fmt: skip
+            results.append(res)
+            if progress:
+                print_run(res)
+    return results
+
+
+FAILURES: tuple[str, ...] = ("off_track", "spin_out", "non_finite")
+
+
+def label_summary(
+    env: str,
+    label: str,
+    metrics: Sequence[dict[str, float]] | dict[str, float],
+    ends: Sequence[str] | dict[str, float],
+    *,
+    wall_s: float,
+    episodes: int | None = None,
+) -> RunResult:
+    """One table row for a label set: mean metrics, completed and failed shares.
+
+    Args:
+        env: env name of the row.
+        label: the scenario label.
+        metrics: per-episode :data:`METRICS` dicts, or their means.
+        ends: per-episode ``terminated_by`` values, or ``{"completed": share, "failed": share}``.
+        wall_s: wall-clock time of the set [s].
+        episodes: episode count (default: ``len(metrics)``).
+    """
+    if isinstance(metrics, dict):
+        mean = {k: float(metrics[k]) for k in METRICS}
+    else:
+        mean = {k: float(np.mean([m[k] for m in metrics])) for k in METRICS}
+    if isinstance(ends, dict):
+        done, failed = ends["completed"], ends["failed"]
+    else:
+        done = float(np.mean([e == "completed" for e in ends]))
+        failed = float(np.mean([e in FAILURES for e in ends]))
+    n = episodes if episodes is not None else len(metrics)
+    empty = np.zeros(0)
+    return RunResult(
+        env=env,
+        condition={"label": label, "episodes": n},
+        metrics=mean,
+        terminated_by=f"done {done:.0%} fail {failed:.0%}",
+        trajectory=np.zeros((0, 2)),
+        cte=empty,
+        s=empty,
+        speed=empty,
+        target=empty,
+        wall_s=wall_s,
+    )

@@ -15,10 +15,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from policies.checkpoint import Policy
-from policies.evaluate import METRICS, RunResult, print_run, run_episode
+from policies.evaluate import METRICS, RunResult, label_summary, print_run, run_episode
 
 
 def evaluate_distilled_laps(
@@ -131,19 +129,9 @@ def evaluate_labels(
         out = evaluate_distilled(policy.act, num_envs=num_envs, seed=seed, backend=backend,
                                  checkpoint=checkpoint, device=device, obs_mode=policy.obs_mode,
                                  scenarios=(label,), **env_kwargs)  # fmt: skip
-        empty = np.zeros(0)
-        res = RunResult(
-            env=name,
-            condition={"label": label, "episodes": num_envs},
-            metrics={k: out[k] for k in METRICS},
-            terminated_by=f"done {out['completed_rate']:.0%} fail {out['failure_rate']:.0%}",
-            trajectory=np.zeros((0, 2)),
-            cte=empty,
-            s=empty,
-            speed=empty,
-            target=empty,
-            wall_s=time.perf_counter() - t0,
-        )
+        ends = {"completed": out["completed_rate"], "failed": out["failure_rate"]}
+        res = label_summary(name, label, out, ends, wall_s=time.perf_counter() - t0,
+                            episodes=num_envs)  # fmt: skip
         results.append(res)
         if progress:
             print_run(res)

@@ -112,7 +112,7 @@ def test_cli_evaluates_distilled_laps_and_labels(policy, tmp_path, capsys):
     out = tmp_path / "eval"
     rc = main(["evaluate", str(policy.path), "--env", "distilled", "--surfaces", "asphalt",
                "--ice-patches", "2", "--max-steps", "10", "--labels", "sharp_turn",
-               "--num-envs", "4", "--out", str(out)])  # fmt: skip
+               "--episodes", "4", "--out", str(out)])  # fmt: skip
     assert rc == 0
     runs = json.loads((out / "results.json").read_text())["runs"]
     assert [r["condition"].get("label", r["condition"].get("surface")) for r in runs] == [
@@ -126,7 +126,7 @@ def test_cli_evaluates_distilled_laps_and_labels(policy, tmp_path, capsys):
     [
         (["--no-laps"], "pass --labels"),
         (["--beamng", "--env", "distilled"], "--env beamng"),
-        (["--num-envs", "0", "--labels", "all"], "--num-envs"),
+        (["--episodes", "0", "--labels", "all"], "--episodes"),
         (["--labels", "nonsense"], "valid labels"),
     ],
 )
@@ -146,3 +146,20 @@ def test_distilled_lap_metrics_do_not_depend_on_rendering(policy):
                                 render_every=4, progress=False)[0]  # fmt: skip
     assert len(b.frames) == 2 and b.frames[0].ndim == 3
     np.testing.assert_array_equal(a.trajectory, b.trajectory)
+
+
+def test_label_sets_run_in_the_standin_from_the_same_pool(policy):
+    """``evaluate_beamng_labels`` drives pool scenarios of the label in S3BeamNG-v0 (stand-in)."""
+    pytest.importorskip("beamngpy")
+    from policies.evaluate import evaluate_beamng_labels
+
+    (res,) = evaluate_beamng_labels(
+        policy, ["sharp_turn"], episodes=2, fast=False, max_steps=6, progress=False,
+        scenario={"tracks": ("putnam",), "layouts_per_track": 1},
+    )  # fmt: skip
+    assert res.env == "S3BeamNG-v0 (open stand-in)"
+    assert res.condition == {"label": "sharp_turn", "episodes": 2}
+    assert res.metrics["steps"] == 6
+    assert all(math.isfinite(res.metrics[k]) for k in METRICS)
+    with pytest.raises(ConfigError, match="valid labels"):
+        evaluate_beamng_labels(policy, ["drifting"], episodes=1, progress=False)
