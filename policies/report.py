@@ -28,7 +28,7 @@ def markdown_table(results: Sequence[RunResult]) -> str:
     head = "| " + " | ".join([cols[0], cols[1], *(f"{m} [{u}]" for m, u in METRICS.items())]) + " |"
     lines = [head, "|" + "---|" * len(cols)]
     for r in results:
-        cond = ", ".join(f"{k}={v}" for k, v in r.condition.items())
+        cond = r.describe()
         vals = [
             f"{r.metrics[m]:.3f}" if "steps" not in m else f"{r.metrics[m]:.0f}" for m in METRICS
         ]
