@@ -67,6 +67,9 @@ def _register_train(subparsers: Any) -> None:
             kind = int
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None,
                        help=f"{text} (preset value if omitted)")  # fmt: skip
+    p.add_argument("--logs", nargs="+", default=None, metavar="PATH",
+                   help="driving logs (dataset folders or episode files) whose expert "
+                   "trajectories join the scenario pool (preset value if omitted)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--ship", action="store_true",
                    help="also save the final policy as policies/assets/<preset>.{json,safetensors} "
@@ -89,6 +92,8 @@ def _run_train(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in vars(args).items()
                  if k in preset(args.preset).__dataclass_fields__ and v is not None}  # fmt: skip
+    if "logs" in overrides:
+        overrides["logs"] = tuple(overrides["logs"])
     config = preset(args.preset, **overrides)
     with distributed.launch(config.device, timeout_s=args.dist_timeout) as ctx:
         result = train(config, args.out, progress=not args.no_progress)

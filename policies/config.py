@@ -41,6 +41,8 @@ class PPOConfig:
         tracks: scenario-pool tracks.
         layouts_per_track: surface layouts per track.
         scenarios: label filter of the scenario pool (empty: all).
+        logs: driving logs (dataset folders or episode files) whose expert trajectories join the
+            scenario pool (:mod:`gym_s3.scenarios.expert`).
         eval_every: quick evaluation every this many iterations (0: never).
         checkpoint_every: checkpoint every this many iterations (0: only at the end).
         seed: seed of the env, the networks and the sampling.
@@ -72,6 +74,7 @@ class PPOConfig:
                                "procedural:3", "town:0", "town:1")  # fmt: skip
     layouts_per_track: int = 8
     scenarios: tuple[str, ...] = ()
+    logs: tuple[str, ...] = ()
     eval_every: int = 10
     checkpoint_every: int = 20
     seed: int = 0
@@ -117,6 +120,8 @@ class PPOConfig:
         }
         if self.dynamics_checkpoint is not None:
             kw["checkpoint"] = self.dynamics_checkpoint
+        if self.logs:
+            kw["logs"] = self.logs
         return kw
 
 

@@ -10,6 +10,7 @@ onto it by :meth:`DistilledConfig.from_kwargs`, which rejects unknown names with
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
@@ -63,6 +64,10 @@ class ScenarioConfig:
             :func:`gym_s3.tracks.surfaces.lap_layout` to drive the laps of ``S3BeamNG-v0``).
         starts: explicit start positions on every track [m of arc length] (default: one every
             ``pool.start_spacing_m``).
+        logs: driving logs (dataset folders or episode files) whose expert trajectories join
+            the pool: the driven line as the reference, the driven speed as the target, the
+            episode's surface layout (:mod:`gym_s3.scenarios.expert`).
+        max_log_episodes: use at most this many episodes of each entry of ``logs``.
     """
 
     tracks: tuple[str, ...] = DEFAULT_TRACKS
@@ -74,12 +79,19 @@ class ScenarioConfig:
     layout_seed: int = 0
     layouts: tuple[SurfaceLayout, ...] = ()
     starts: tuple[float, ...] = ()
+    logs: tuple[str, ...] = ()
+    max_log_episodes: int | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.tracks, str) or not self.tracks:
+        if isinstance(self.tracks, str) or not (self.tracks or self.logs):
             raise ConfigError(
-                f"tracks must be a non-empty sequence of track names, got {self.tracks!r}"
+                f"tracks must be a non-empty sequence of track names (or give logs), got "
+                f"{self.tracks!r}"
             )
+        if isinstance(self.logs, str) or not all(isinstance(x, str) and x for x in self.logs):
+            raise ConfigError(f"logs must be a sequence of paths, got {self.logs!r}")
+        if self.max_log_episodes is not None and self.max_log_episodes < 1:
+            raise ConfigError(f"max_log_episodes must be >= 1, got {self.max_log_episodes}")
         if not all(isinstance(t, str) and t for t in self.tracks):
             raise ConfigError(f"every track name must be a non-empty string, got {self.tracks!r}")
         if self.layouts_per_track < 1:
@@ -181,7 +193,8 @@ class DistilledConfig:
         ``obs_mode``, ``max_episode_steps``, ``reward`` (dict or :class:`RewardWeights`) set
         fields of ``task``; ``tracks`` (name or list), ``layouts_per_track``, ``layout``,
         ``scenarios`` (label filter, name or list), ``scenario_match``, ``pool``,
-        ``layout_seed``, ``layouts`` and ``starts`` set fields of ``scenario``.
+        ``layout_seed``, ``layouts``, ``starts``, ``logs`` and ``max_log_episodes`` set fields of
+        ``scenario``.
 
         Args:
             config: base config to update (default: :class:`DistilledConfig()`).
@@ -213,7 +226,13 @@ class DistilledConfig:
             task = replace(task, **task_kw)
         scenario = kwargs.pop("scenario", base.scenario)
         if scen_kw:
-            for key in ("tracks", "labels"):
+            if isinstance(scen_kw.get("logs"), os.PathLike):
+                scen_kw["logs"] = (scen_kw["logs"],)
+            logs = scen_kw.get("logs")
+            if isinstance(logs, Sequence) and not isinstance(logs, str):
+                scen_kw["logs"] = [os.fspath(x) if isinstance(x, os.PathLike) else x
+                                   for x in scen_kw["logs"]]  # fmt: skip
+            for key in ("tracks", "labels", "logs"):
                 if key in scen_kw:
                     scen_kw[key] = _as_names(scen_kw[key], key)
             for key in ("layouts", "starts"):
@@ -234,6 +253,8 @@ _SCENARIO_SHORTCUTS: dict[str, str] = {
     "layout_seed": "layout_seed",
     "layouts": "layouts",
     "starts": "starts",
+    "logs": "logs",
+    "max_log_episodes": "max_log_episodes",
 }
 
 

@@ -77,15 +77,24 @@ def scenario_source(
     with _LOCK:
         cached = _POOLS.get(key)
     if cached is None:
-        paths = tuple(resolve_track(name) for name in config.tracks)
+        paths = [resolve_track(name) for name in config.tracks]
+        layouts = [draw_layouts(p, config) for p in paths]
+        speeds: list = [None] * len(paths)
+        for source in config.logs:
+            from gym_s3.scenarios.expert import expert_trajectories
+
+            for traj in expert_trajectories(source, max_episodes=config.max_log_episodes):
+                paths.append(traj.path)
+                layouts.append([traj.layout])
+                speeds.append(traj.speed)
         names = [p.name for p in paths]
         if len(set(names)) != len(names):
-            raise ConfigError(f"tracks must be distinct, got {list(config.tracks)}")
-        layouts = [draw_layouts(p, config) for p in paths]
+            raise ConfigError(f"tracks and logged episodes must be distinct, got {names}")
         starts = [list(config.starts)] * len(paths) if config.starts else None
         pool = ScenarioPool.build(
-            paths, layouts, config.pool, starts=starts, device=device, dtype=dtype
+            paths, layouts, config.pool, starts=starts, device=device, dtype=dtype, speeds=speeds
         )
+        paths = tuple(paths)
         cached = ScenarioSource(pool=pool, paths=paths)
         with _LOCK:
             _POOLS[key] = cached

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -95,6 +96,7 @@ class ScenarioPool:
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float32,
         max_patches: int | None = None,
+        speeds: Sequence[np.ndarray | Tensor | None] | None = None,
     ) -> ScenarioPool:
         """Build a pool.
 
@@ -107,9 +109,15 @@ class ScenarioPool:
             device: device of the pool tensors.
             dtype: float dtype of the pool tensors.
             max_patches: pad the surface batch to this many patches (default: the most used).
+            speeds: optional explicit target speeds per path, ``(M_k,)`` at its samples [m/s]
+                (e.g. what an expert drove, :mod:`gym_s3.scenarios.expert`); ``None`` entries
+                use the friction-aware speed profile.
         """
         if len(paths) != len(layouts):
             raise ConfigError("ScenarioPool.build needs one list of layouts per path")
+        explicit = list(speeds) if speeds is not None else [None] * len(paths)
+        if len(explicit) != len(paths):
+            raise ConfigError("ScenarioPool.build needs one speeds entry (or None) per path")
         bank = PathBank.from_paths(paths, device=device, dtype=dtype)
         m = bank.xyz.shape[1]
         flat_layouts: list[SurfaceLayout] = []
@@ -119,8 +127,18 @@ class ScenarioPool:
             if not lays:
                 raise ConfigError(f"path '{path.name}' has no surface layout")
             batch = SurfaceBatch.stack(list(lays), dtype=torch.float64)
-            mu = friction_along(path, batch)
-            v = speed_profile(path, mu, config.speed_for(path))  # (L, M_k)
+            given = explicit[k]
+            if given is not None:
+                v = torch.as_tensor(given, dtype=torch.float64).reshape(1, -1)
+                if v.shape[1] != path.num_samples:
+                    raise ConfigError(
+                        f"speeds of path '{path.name}' have {v.shape[1]} values for "
+                        f"{path.num_samples} samples"
+                    )
+                v = v.expand(len(lays), -1)
+            else:
+                mu = friction_along(path, batch)
+                v = speed_profile(path, mu, config.speed_for(path))  # (L, M_k)
             pad = m - v.shape[1]
             if pad:
                 v = torch.cat([v, v[:, -1:].expand(-1, pad)], dim=1)
