@@ -157,6 +157,8 @@ class TopDownRenderer:
             pg.draw.lines(canvas, TRAIL, False, pts.tolist(), 2)
         self._draw_car(pg, canvas, (x, y, yaw), car_size, centre, scale)
         lines = [title] if title else []
+        if "approximation" in path.labels:  # never shown as the real circuit
+            lines.append(f"track: {path.name} (approximation)")
         if step is not None:
             lines.append(f"step {step}")
         if speed is not None:

@@ -106,6 +106,22 @@ def test_renderer_generic_inputs_and_whole_track_view():
     assert tiled.shape == (600, 600, 3)
 
 
+def test_frames_of_an_approximate_track_say_so():
+    """Frames of Putnam Park carry an "(approximation)" HUD line; other tracks' frames do not."""
+    import dataclasses
+
+    path = putnam_park()
+    assert "approximation" in path.labels
+    exact = dataclasses.replace(path, labels=tuple(x for x in path.labels if x != "approximation"))
+    pose = (float(path.xyz[100, 0]), float(path.xyz[100, 1]), float(path.heading[100]))
+    renderer = TopDownRenderer(320, 240)
+    shown = renderer.render(path=path, pose=pose, title="S3BeamNG-v0 (open stand-in)")
+    plain = renderer.render(path=exact, pose=pose, title="S3BeamNG-v0 (open stand-in)")
+    differs = np.abs(shown.astype(int) - plain.astype(int)).sum(-1) > 0
+    rows = np.flatnonzero(differs.any(1))
+    assert len(rows) and rows.max() < 80  # the extra HUD line, near the top of the frame
+
+
 def test_missing_pygame_gives_an_install_hint(monkeypatch):
     """Without pygame, rendering raises MissingDependencyError naming the package to install."""
     monkeypatch.setitem(sys.modules, "pygame", None)
