@@ -4,7 +4,9 @@ One env step is what ``S3BeamNG-v0`` does every 20 Hz control period through the
 client over loopback: ``vehicle.control(...)``, ``bng.control.step(k)`` (k frames = 0.05 s of
 simulated time) and ``vehicle.sensors.poll()`` (State, Electrics, Timer). For comparison, the
 same simulated time is also stepped directly with the vehicle model (no protocol), which shows
-what the protocol costs. Prints medians over repeats; asserts nothing.
+what the protocol costs. A second table times the whole ``S3BeamNG-v0.step`` (protocol plus the
+env's projection, observation, reward and metrics), eager and compiled. Prints medians over
+repeats; asserts nothing.
 
 Run: ``python benchmarks/bench_standin.py [--steps 100] [--repeats 5]``
 """
@@ -108,6 +110,30 @@ def physics_only(case: Case, steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
+def through_env(fast: bool, steps: int) -> float:
+    """Env steps per second of the whole ``S3BeamNG-v0.step`` on the in-process stand-in.
+
+    On top of the protocol round trip this is the env's own work: action checks, Frenet
+    projection on Putnam Park, observation, reward terms and metrics.
+    """
+    import gymnasium as gym
+    import numpy as np
+
+    import gym_s3  # noqa: F401  (registers the ids)
+
+    env = gym.make("S3BeamNG-v0", standin=True, standin_fast=fast)
+    try:
+        env.reset(seed=0)
+        for _ in range(5):  # warm-up (and the one-off compilation when fast)
+            env.step(np.array([0.0, 0.3], dtype=np.float32))
+        start = time.perf_counter()
+        for i in range(steps):
+            env.step(np.array([0.1 * math.sin(i / 10), 0.3], dtype=np.float32))
+        return steps / (time.perf_counter() - start)
+    finally:
+        env.close()
+
+
 def main() -> None:
     """Run every case and print medians."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -125,6 +151,11 @@ def main() -> None:
             f"{case.label:38s} {served:12.1f} {1000 / served:8.2f} {served * CONTROL_DT:10.2f}"
             f" {bare:13.1f} {share:14.0%}"
         )
+    print("\nS3BeamNG-v0.step on the in-process stand-in (protocol + the env's own work)")
+    for fast in (False, True):
+        label = "compiled float32 (standin_fast)" if fast else "eager float64 (default)"
+        rate = statistics.median(through_env(fast, args.steps) for _ in range(args.repeats))
+        print(f"{label:38s} {rate:12.1f} {1000 / rate:8.2f} {rate * CONTROL_DT:10.2f}")
 
 
 if __name__ == "__main__":
