@@ -1,0 +1,57 @@
+"""The policies shipped in ``policies/assets``: present, small, loadable, and (slow) they drive."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from gym_s3.errors import ConfigError
+from gym_s3.spec import SPEC_VERSION, observation_size
+from policies.checkpoint import SHIPPED_POLICIES, load_policy, shipped_policy
+from policies.config import preset
+
+MAX_BYTES = 2 * 1024 * 1024
+
+
+@pytest.mark.parametrize("name", SHIPPED_POLICIES)
+def test_shipped_policy_is_small_loadable_and_made_by_its_preset(name):
+    """Each shipped policy is <= 2 MB, loads strictly and was trained with its preset's settings."""
+    path = shipped_policy(name)
+    weights = path.with_suffix(".safetensors")
+    assert path.is_file() and weights.is_file(), f"missing: `s3 train --preset {name} --ship`"
+    assert weights.stat().st_size + path.stat().st_size <= MAX_BYTES
+    policy = load_policy(path)
+    cfg = preset(name)
+    assert policy.backend == cfg.backend and policy.obs_mode == cfg.obs_mode
+    training = policy.meta["training"]
+    assert training["total_frames"] == cfg.total_frames and training["seed"] == cfg.seed
+    assert json.loads(path.read_text())["spec_version"] == SPEC_VERSION
+    obs = torch.zeros(3, observation_size(cfg.obs_mode))
+    act = policy.act(obs)
+    assert act.shape == (3, 2) and bool(torch.isfinite(act).all())
+
+
+def test_unknown_shipped_policy_lists_the_shipped_ones():
+    """Asking for a policy that is not shipped names the valid ones."""
+    with pytest.raises(ConfigError, match="shipped: bicycle, ddm"):
+        shipped_policy("ppo")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("ice_patches", [0, 4])
+def test_shipped_ddm_policy_completes_a_putnam_lap_in_the_standin(ice_patches):
+    """Acceptance: the shipped DDM policy completes a Putnam Park lap in the stand-in.
+
+    Trained only in S3Distilled-v0, it drives a full lap in S3BeamNG-v0 (open stand-in) on asphalt
+    without leaving the road, mean |cte| <= 0.5 m, with and without ice patches.
+    """
+    from policies.evaluate import evaluate_beamng
+
+    (res,) = evaluate_beamng(load_policy(shipped_policy("ddm")), surfaces=("asphalt",),
+                             ice_patches=(ice_patches,), progress=False)  # fmt: skip
+    assert res.terminated_by == "completed", res.terminated_by
+    assert res.metrics["off_track_steps"] == 0
+    assert res.metrics["cte_mean"] <= 0.5
