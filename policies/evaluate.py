@@ -33,6 +33,19 @@ METRICS: dict[str, str] = {
 }
 
 
+def describe_condition(condition: dict[str, Any]) -> str:
+    """Short description of a run condition, e.g. ``asphalt +4 ice`` or ``hard_braking ×256``."""
+    c = condition
+    if "label" in c:
+        return f"{c['label']} ×{c.get('episodes', '?')}"
+    text = str(c.get("surface", "run"))
+    if c.get("ice_patches"):
+        text += f" +{c['ice_patches']} ice"
+    if c.get("track", "putnam") != "putnam":
+        text = f"{c['track']}: {text}"
+    return text
+
+
 @dataclass
 class RunResult:
     """One evaluation episode.
@@ -68,16 +81,8 @@ class RunResult:
     layout: Any = None
 
     def describe(self) -> str:
-        """Short description of the condition, e.g. ``asphalt +4 ice`` or ``hard_braking ×256``."""
-        c = self.condition
-        if "label" in c:
-            return f"{c['label']} ×{c.get('episodes', '?')}"
-        text = str(c.get("surface", "run"))
-        if c.get("ice_patches"):
-            text += f" +{c['ice_patches']} ice"
-        if c.get("track", "putnam") != "putnam":
-            text = f"{c['track']}: {text}"
-        return text
+        """Short description of the condition (see :func:`describe_condition`)."""
+        return describe_condition(self.condition)
 
     def to_json(self) -> dict[str, Any]:
         """JSON-friendly summary (no arrays)."""

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from policies.evaluate import describe_condition
 from policies.pipeline.run import PipelineConfig
 from policies.pipeline.stages import StageOutcome
 from policies.scorecard import build_scorecard, scorecard_markdown
@@ -48,7 +49,7 @@ def _policy_table(results: Mapping[str, str]) -> str:
     for name, path in results.items():
         for run in _read(path)["runs"]:
             m = run["metrics"]
-            cond = ", ".join(f"{k}={v}" for k, v in run["condition"].items() if k != "track")
+            cond = describe_condition(run["condition"])
             lines.append(
                 f"| {name} | {cond} | {run['terminated_by']} | {m['completion']:.2f} | "
                 f"{m['cte_mean']:.2f} | {m['cte_max']:.2f} | {m['heading_error_mean']:.3f} | "
