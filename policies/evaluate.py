@@ -11,7 +11,7 @@ and off-track steps, plus the recorded trajectory for plots and GIF frames when 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,24 +224,46 @@ def evaluate_beamng(
 
     import gym_s3  # noqa: F401  (registers the ids)
 
-    results = []
     with simulator(standin, fast, **sim_options) as (name, connect):
-        for surface in surfaces:
-            for patches in ice_patches:
-                env = gym.make("S3BeamNG-v0", **connect, track=track,
-                               surface=surface, ice_patches=patches, layout_seed=seed,
-                               obs_mode=policy.obs_mode,
-                               render_mode="rgb_array" if render_every else None)  # fmt: skip
-                try:
-                    res = run_episode(env, policy, env_name=name, seed=seed,
-                                      render_every=render_every, max_steps=max_steps,
-                                      condition={"track": track, "surface": surface,
-                                                 "ice_patches": patches})  # fmt: skip
-                finally:
-                    env.close()
-                results.append(res)
-                if progress:
-                    print_run(res)
+
+        def make_env(surface: str, patches: int) -> Any:
+            return gym.make("S3BeamNG-v0", **connect, track=track, surface=surface,
+                            ice_patches=patches, layout_seed=seed, obs_mode=policy.obs_mode,
+                            render_mode="rgb_array" if render_every else None)  # fmt: skip
+
+        return drive_laps(make_env, policy, name, surfaces=surfaces, ice_patches=ice_patches,
+                          track=track, seed=seed, render_every=render_every,
+                          max_steps=max_steps, progress=progress)  # fmt: skip
+
+
+def drive_laps(
+    make_env: Callable[[str, int], Any],
+    policy: Policy,
+    env_name: str,
+    *,
+    surfaces: Sequence[str],
+    ice_patches: Sequence[int],
+    track: str,
+    seed: int,
+    render_every: int,
+    max_steps: int | None,
+    progress: bool,
+) -> list[RunResult]:
+    """One lap per surface × ice-patch count in the env ``make_env(surface, patches)`` builds."""
+    results = []
+    for surface in surfaces:
+        for patches in ice_patches:
+            env = make_env(surface, patches)
+            try:
+                res = run_episode(env, policy, env_name=env_name, seed=seed,
+                                  render_every=render_every, max_steps=max_steps,
+                                  condition={"track": track, "surface": surface,
+                                             "ice_patches": patches})  # fmt: skip
+            finally:
+                env.close()
+            results.append(res)
+            if progress:
+                print_run(res)
     return results
 
 

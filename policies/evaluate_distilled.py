@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from policies.checkpoint import Policy
-from policies.evaluate import METRICS, RunResult, label_summary, print_run, run_episode
+from policies.evaluate import METRICS, RunResult, drive_laps, label_summary, print_run
 
 
 def evaluate_distilled_laps(
@@ -57,35 +57,23 @@ def evaluate_distilled_laps(
 
     backend = backend or policy.backend
     reference = resolve_track(track)
-    name = f"S3Distilled-v0/{backend}"
-    results = []
-    for surface in surfaces:
-        for patches in ice_patches:
-            layout = lap_layout(reference, surface, patches, seed)
-            env = gym.make(
-                "S3Distilled-v0",
-                backend=backend,
-                checkpoint=checkpoint,
-                device=device,
-                tracks=(track,),
-                layouts=(layout,),
-                starts=(0.0,),
-                task=lap_task(obs_mode=policy.obs_mode),
-                seed=seed,
-                render_mode="rgb_array" if render_every else None,
-                disable_env_checker=True,
-            )
-            try:
-                res = run_episode(env, policy, env_name=name, seed=seed,
-                                  render_every=render_every, max_steps=max_steps,
-                                  condition={"track": track, "surface": surface,
-                                             "ice_patches": patches})  # fmt: skip
-            finally:
-                env.close()
-            res.reference, res.layout = reference, layout
-            results.append(res)
-            if progress:
-                print_run(res)
+
+    def make_env(surface: str, patches: int) -> Any:
+        layout = lap_layout(reference, surface, patches, seed)
+        return gym.make("S3Distilled-v0", backend=backend, checkpoint=checkpoint, device=device,
+                        tracks=(track,), layouts=(layout,), starts=(0.0,),
+                        task=lap_task(obs_mode=policy.obs_mode), seed=seed,
+                        render_mode="rgb_array" if render_every else None,
+                        disable_env_checker=True)  # fmt: skip
+
+    results = drive_laps(make_env, policy, f"S3Distilled-v0/{backend}", surfaces=surfaces,
+                         ice_patches=ice_patches, track=track, seed=seed,
+                         render_every=render_every, max_steps=max_steps,
+                         progress=progress)  # fmt: skip
+    for res in results:  # for the plots (the distilled env keeps its paths in its pool)
+        c = res.condition
+        res.reference = reference
+        res.layout = lap_layout(reference, c["surface"], c["ice_patches"], seed)
     return results
 
 
