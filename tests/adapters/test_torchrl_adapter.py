@@ -73,11 +73,21 @@ def test_gym_wrapper_on_the_vector_face_with_disabled_autoreset(small_kwargs):
     assert data["next", "observation"].shape == (4, 10, observation_size())
 
 
-def test_a_few_ppo_updates_on_the_native_adapter(small_kwargs):
-    """Collector + GAE + ClipPPOLoss run a few updates: finite losses, parameters change."""
+@pytest.mark.parametrize("route", ["native", "gym_wrapper"])
+def test_a_few_ppo_updates(small_kwargs, route):
+    """Collector + GAE + ClipPPOLoss run a few updates on both TorchRL routes.
+
+    Native ``EnvBase`` and ``GymWrapper(gym.make_vec(...))``: finite losses, every parameter
+    changes, and the time limit is hit inside the run.
+    """
     torch.manual_seed(0)
     n, horizon = 16, 8
-    env = S3DistilledTorchRLEnv(num_envs=n, max_episode_steps=6, seed=0, **small_kwargs)
+    if route == "native":
+        env = S3DistilledTorchRLEnv(num_envs=n, max_episode_steps=6, seed=0, **small_kwargs)
+    else:
+        vec = gym.make_vec("S3Distilled-v0", num_envs=n, max_episode_steps=6, seed=0,
+                           **small_kwargs)  # fmt: skip
+        env = GymWrapper(vec)
     obs_dim = observation_size()
     actor_net = nn.Sequential(MLP(in_features=obs_dim, out_features=4, depth=2, num_cells=32),
                               NormalParamExtractor())  # fmt: skip
