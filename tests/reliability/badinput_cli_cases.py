@@ -15,6 +15,8 @@ from pathlib import Path
 from badinput_file_cases import write_log
 from badinput_support import Case, CliExit, run_cli, run_cli_process, unwritable_dir
 
+from policies.checkpoint import shipped_policy
+
 WRITABLE = r"writable"
 
 
@@ -59,6 +61,19 @@ def _foreign_policy(work: Path) -> None:
     path = work / "policy.json"
     path.write_text(json.dumps({"model": "resnet50"}))
     run_cli(["evaluate", str(path), "--out", str(work / "eval")])
+
+
+def _evaluate_shipped(work: Path, *options: str) -> None:
+    """``s3 evaluate`` of the shipped DDM policy with extra options (two steps per lap)."""
+    run_cli(["evaluate", str(shipped_policy("ddm")), "--surfaces", "asphalt", "--ice-patches",
+             "0", "--max-steps", "2", "--out", str(work / "eval"), *options])  # fmt: skip
+
+
+def _scorecard_bad_policy(work: Path) -> None:
+    """``s3 scorecard`` with ``--policy`` lacking ``=RESULTS_JSON``."""
+    report = work / "evaluation.json"
+    report.write_text(json.dumps({"results": {}}))
+    run_cli(["scorecard", str(report), "--policy", "ddm"])
 
 
 def _validate_foreign(work: Path) -> None:
@@ -110,6 +125,21 @@ CASES: tuple[Case, ...] = (
     Case("cli-evaluate-foreign-policy", _foreign_policy,
          CliExit, r"policy\.json is not a sim2sim2sim checkpoint sidecar",
          r"Pass a checkpoint written by"),
+    Case("cli-evaluate-distilled-unknown-backend",
+         lambda w: _evaluate_shipped(w, "--env", "distilled", "--backend", "gru"),
+         CliExit, r"unknown dynamics backend 'gru'", r"valid backends: bicycle"),
+    Case("cli-evaluate-unknown-label", lambda w: _evaluate_shipped(w, "--labels", "hard_breaking"),
+         CliExit, r"unknown scenario label 'hard_breaking'", r"valid labels: hard_braking"),
+    Case("cli-train-missing-logs", lambda w: _train(w, "--logs", str(w / "nologs")),
+         CliExit, r"nologs: no such log file", r"check the path"),
+    Case("cli-pipeline-unknown-device",
+         lambda w: run_cli(["pipeline", "--out", str(w / "p"), "--device", "gpu"]),
+         CliExit, r"unknown torch device 'gpu'", r"use cpu, cuda"),
+    Case("cli-scorecard-missing-report",
+         lambda w: run_cli(["scorecard", str(w / "evaluation.json")]),
+         CliExit, r"evaluation\.json does not exist", r"run the stage that writes it"),
+    Case("cli-scorecard-bad-policy-option", _scorecard_bad_policy,
+         CliExit, r"--policy expects BACKEND=RESULTS_JSON, got 'ddm'", r"BACKEND=RESULTS_JSON"),
     Case("cli-tracks-unknown", lambda w: run_cli(["tracks", "show", "nosuch"]),
          CliExit, r"unknown track 'nosuch'", r"valid names: putnam"),
     Case("cli-tracks-nan-spacing", lambda w: run_cli(["tracks", "show", "putnam", "--ds", "nan"]),
