@@ -60,7 +60,7 @@ def print_table(results: Sequence[RunResult], title: str) -> None:
             f"{m['off_track_steps']:.0f}",
         )
     console = Console()
-    console.width = max(console.width, 140)  # pipes and CI logs default to 80 columns
+    console.width = max(console.width, 170)  # pipes and CI logs default to 80 columns
     console.print(table)
 
 
@@ -91,6 +91,31 @@ def plot_run(result: RunResult, path, layout, out: Path) -> list[Path]:
     files.append(out / f"errors_{tag}.png")
     fig.savefig(files[-1], dpi=120)
     return files
+
+
+def plot_labels(results: Sequence[RunResult], out: Path) -> list[Path]:
+    """Bars per label set: share of the route covered and mean |cte| (``labels.png``)."""
+    rows = [r for r in results if "label" in r.condition]
+    if not rows:
+        return []
+    from gym_s3.tracks.plot import new_axes
+
+    ax = new_axes((max(6.0, 1.1 * len(rows) + 2.0), 6.0))
+    fig = ax.figure
+    fig.clear()
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    names = [f"{r.condition['label']}\n({r.env.split(' ')[0].split('/')[-1]})" for r in rows]
+    x = np.arange(len(rows))
+    top.bar(x, [r.metrics["completion"] for r in rows], color="tab:green")
+    top.set_ylabel("route covered [share]")
+    top.set_ylim(0.0, 1.0)
+    top.set_title(", ".join(sorted({r.env for r in rows})), fontsize=10)
+    bottom.bar(x, [r.metrics["cte_mean"] for r in rows], color="tab:blue")
+    bottom.set_ylabel("mean |cross-track error| [m]")
+    bottom.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
+    path = out / "labels.png"
+    fig.savefig(path, dpi=120)
+    return [path]
 
 
 def write_evaluation(
@@ -130,4 +155,5 @@ def write_evaluation(
             from gym_s3.envs.gif import write_gif
 
             files.append(write_gif(np.stack(r.frames), out / f"run_{run_tag(r)}.gif", fps=10))
+    files += plot_labels(results, out)
     return files

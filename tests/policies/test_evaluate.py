@@ -118,6 +118,7 @@ def test_cli_evaluates_distilled_laps_and_labels(policy, tmp_path, capsys):
     assert [r["condition"].get("label", r["condition"].get("surface")) for r in runs] == [
         "asphalt", "sharp_turn"]  # fmt: skip
     assert (out / "trajectory_asphalt_p2.png").stat().st_size > 0
+    assert (out / "labels.png").stat().st_size > 0  # label sets get their bar plot
     assert "asphalt +2 ice" in capsys.readouterr().out
 
 
