@@ -3,12 +3,13 @@
 The two environments differ only in where the next :class:`~gym_s3.observations.EgoState` comes
 from (a dynamics backend or simulator sensors). Everything else — drawing a scenario, placing the
 car, Frenet projection, observation, reward terms, termination and truncation, episode
-statistics — lives here, batched over N cars and free of host synchronisation.
+statistics — lives here, batched over N cars and free of host synchronisation. The settings are
+:class:`~gym_s3.task_config.TaskConfig` (re-exported here).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -16,10 +17,13 @@ from torch import Tensor
 from gym_s3 import metrics
 from gym_s3.errors import ConfigError
 from gym_s3.observations import EgoState, build_observation
-from gym_s3.rewards import RewardWeights, compute_reward
+from gym_s3.rewards import compute_reward
 from gym_s3.scenarios.pool import ScenarioPool
-from gym_s3.spec import LOOKAHEAD_M, OBS_MODES, ObsMode
+from gym_s3.spec import LOOKAHEAD_M
+from gym_s3.task_config import TaskConfig, lap_task
 from gym_s3.tracks.surfaces import SurfaceBatch
+
+__all__ = ["SEDAN_WHEEL_OFFSETS", "StartPose", "TaskConfig", "TaskStep", "TrackingTask", "lap_task"]
 
 #: Body-frame wheel contact points (x forward, y left) [m] of the project's mid-size sedan,
 #: ordered FL, FR, RL, RR (l_f = 1.20 m, l_r = 1.60 m, track 1.58 m).
@@ -29,60 +33,6 @@ SEDAN_WHEEL_OFFSETS: tuple[tuple[float, float], ...] = (
     (-1.60, 0.79),
     (-1.60, -0.79),
 )
-
-
-@dataclass(frozen=True)
-class TaskConfig:
-    """Episode, termination and start-state settings of the tracking task.
-
-    Attributes:
-        obs_mode: ``"default"`` or ``"oracle"`` (adds the friction under each wheel).
-        max_episode_steps: steps before truncation (20 Hz, so 400 = 20 s).
-        reward: reward term weights.
-        off_track_margin_m: a car whose centre is this far beyond a road edge has left the road [m].
-        spin_heading_rad: heading error that counts as a spin-out [rad].
-        start_lateral_m: start lateral offset drawn from ``U(-x, x)`` [m].
-        start_heading_rad: start heading error drawn from ``U(-x, x)`` [rad].
-        start_speed_fraction: start speed as a fraction of the target speed, ``U(lo, hi)``.
-        complete_margin_m: an open route is completed this close to its end [m].
-        complete_laps: on closed paths, the episode is completed after this many laps of
-            progress (``None``: closed-path episodes end only by failure or the time limit).
-        window: Frenet search half-window [samples]; must cover one step of travel.
-    """
-
-    obs_mode: ObsMode = "default"
-    max_episode_steps: int = 400
-    reward: RewardWeights = field(default_factory=RewardWeights)
-    off_track_margin_m: float = 1.0
-    spin_heading_rad: float = 1.75
-    start_lateral_m: float = 0.5
-    start_heading_rad: float = 0.05
-    start_speed_fraction: tuple[float, float] = (0.6, 1.0)
-    complete_margin_m: float = 2.0
-    complete_laps: float | None = None
-    window: int = 12
-
-    def __post_init__(self) -> None:
-        if self.obs_mode not in OBS_MODES:
-            raise ConfigError(f"unknown obs_mode '{self.obs_mode}'; valid: {', '.join(OBS_MODES)}")
-        if self.max_episode_steps < 1:
-            raise ConfigError(f"max_episode_steps must be >= 1, got {self.max_episode_steps}")
-        lo, hi = self.start_speed_fraction
-        if not 0.0 <= lo <= hi:
-            raise ConfigError(f"start_speed_fraction must satisfy 0 <= lo <= hi, got {lo}, {hi}")
-        if self.complete_laps is not None and self.complete_laps <= 0:
-            raise ConfigError(f"complete_laps must be positive, got {self.complete_laps}")
-
-
-def lap_task(**overrides: object) -> TaskConfig:
-    """The task of an evaluation lap (``S3BeamNG-v0``'s default, also used in ``S3Distilled-v0``).
-
-    One lap from a standing start on the reference line, at most 400 s (an ice lap takes about
-    320 s); ``overrides`` replace fields (e.g. ``obs_mode``).
-    """
-    lap = TaskConfig(max_episode_steps=8000, start_speed_fraction=(0.0, 0.0),
-                     start_lateral_m=0.0, start_heading_rad=0.0, complete_laps=1.0)  # fmt: skip
-    return replace(lap, **overrides)
 
 
 @dataclass(frozen=True)
@@ -140,13 +90,14 @@ class TrackingTask:
         self,
         pool: ScenarioPool,
         num_envs: int,
-        config: TaskConfig = TaskConfig(),
+        config: TaskConfig | None = None,
         *,
         wheel_offsets: tuple[tuple[float, float], ...] = SEDAN_WHEEL_OFFSETS,
         device: torch.device | str = "cpu",
     ) -> None:
         if num_envs < 1:
             raise ConfigError(f"num_envs must be >= 1, got {num_envs}")
+        config = config if config is not None else TaskConfig()
         self.pool = pool
         self.n = num_envs
         self.config = config

@@ -33,6 +33,7 @@ import torch
 from gym_s3 import checkpoints, distributed
 from gym_s3._optional import require
 from gym_s3.distributed import DistContext
+from gym_s3.progress import progress_bar
 from gym_s3.spec import observation_size
 from policies.checkpoint import save_policy
 from policies.config import PPOConfig, config_to_dict
@@ -237,7 +238,9 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
     optim = torch.optim.Adam(loss_fn.parameters(), lr=config.lr, eps=1e-5)
     logger = _logger(config, out) if main else None
     n_iters = math.ceil(rank_frames / local.frames_per_batch)
-    bar = _progress(progress and main, n_iters)
+    bar = progress_bar(enabled=progress and main)
+    bar.start()
+    bar_task = bar.add_task("PPO", total=n_iters)
     history: list[dict[str, float]] = []
     frames = 0
     t_start = time.perf_counter()
@@ -248,38 +251,38 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
     if ctx.enabled:
         training["distributed"] = {"world_size": ctx.world_size, "backend": ctx.backend,
                                    "effective_batch": effective_batch}  # fmt: skip
-    iteration = 0
-    for iteration, data in enumerate(collector, start=1):
-        collect_time += time.perf_counter() - t_collect
-        batch = data.numel() * ctx.world_size
-        frames += batch
-        if config.anneal_lr:
-            for group in optim.param_groups:
-                done_frac = (frames - batch) / config.total_frames
-                group["lr"] = config.lr * max(0.0, 1.0 - done_frac)
-        stats = _update(config, data, advantage, loss_fn, optim, ctx)
-        update_norm(actor_net.norm, data["observation"], ctx)
-        row = _log_row(data, stats, frames, t_start, ctx)
-        eval_now = bool(config.eval_every) and iteration % config.eval_every == 0
-        if main and quick_eval is not None and eval_now:
-            row.update({f"eval/{k}": v for k, v in quick_eval(actor_net).items()})
-        if logger is not None:
-            for key, value in row.items():
-                logger.log_scalar(key, value, step=frames)
-        history.append(row)
-        if main and config.checkpoint_every and iteration % config.checkpoint_every == 0:
-            save_policy(out / f"policy_iter{iteration:04d}", actor_net, backend=config.backend,
-                        obs_mode=config.obs_mode, training=training)  # fmt: skip
-        if bar is not None:
-            bar.advance(_describe(row))
-        elapsed = time.perf_counter() - t_start
-        if config.time_budget_s is not None and distributed.agree(
-            elapsed > config.time_budget_s, ctx
-        ):
-            break
-        t_collect = time.perf_counter()
-    collector.shutdown()
-    if bar is not None:
+    try:
+        iteration = 0
+        for iteration, data in enumerate(collector, start=1):
+            collect_time += time.perf_counter() - t_collect
+            batch = data.numel() * ctx.world_size
+            frames += batch
+            if config.anneal_lr:
+                for group in optim.param_groups:
+                    done_frac = (frames - batch) / config.total_frames
+                    group["lr"] = config.lr * max(0.0, 1.0 - done_frac)
+            stats = _update(config, data, advantage, loss_fn, optim, ctx)
+            update_norm(actor_net.norm, data["observation"], ctx)
+            row = _log_row(data, stats, frames, t_start, ctx)
+            eval_now = bool(config.eval_every) and iteration % config.eval_every == 0
+            if main and quick_eval is not None and eval_now:
+                row.update({f"eval/{k}": v for k, v in quick_eval(actor_net).items()})
+            if logger is not None:
+                for key, value in row.items():
+                    logger.log_scalar(key, value, step=frames)
+            history.append(row)
+            if main and config.checkpoint_every and iteration % config.checkpoint_every == 0:
+                save_policy(out / f"policy_iter{iteration:04d}", actor_net, backend=config.backend,
+                            obs_mode=config.obs_mode, training=training)  # fmt: skip
+            bar.update(bar_task, advance=1, description=_describe(row))
+            elapsed = time.perf_counter() - t_start
+            if config.time_budget_s is not None and distributed.agree(
+                elapsed > config.time_budget_s, ctx
+            ):
+                break
+            t_collect = time.perf_counter()
+    finally:  # an error mid-run must not leave the live bar or the collector running
+        collector.shutdown()
         bar.stop()
     wall = time.perf_counter() - t_start
     final = checkpoints.checkpoint_paths(out / "policy_final")[1]
@@ -394,29 +397,3 @@ _EPISODE_KEYS = ("episode_cte_mean", "episode_progress", "episode_completion")
 def _describe(row: dict[str, float]) -> str:
     """Progress-bar text of a log row."""
     return f"PPO r={row['reward_mean']:+.3f} fps={row['fps']:.0f}"
-
-
-class _Bar:
-    """A rich progress bar over PPO iterations."""
-
-    def __init__(self, total: int) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-        self.progress = Progress(
-            "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
-        )
-        self.task = self.progress.add_task("PPO", total=total)
-        self.progress.start()
-
-    def advance(self, description: str) -> None:
-        """One iteration done."""
-        self.progress.update(self.task, advance=1, description=description)
-
-    def stop(self) -> None:
-        """Close the bar."""
-        self.progress.stop()
-
-
-def _progress(enabled: bool, total: int) -> _Bar | None:
-    """A started progress bar, or None."""
-    return _Bar(total) if enabled else None

@@ -102,9 +102,9 @@ def register(subparsers: Any) -> None:
 def run_generate(args: argparse.Namespace) -> int:
     """Generate a dataset and print where it went."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
     from gym_s3.data.generate import generate_dataset, preset, summary_line
+    from gym_s3.progress import progress_bar
 
     config = preset(args.preset, cars=args.cars, waves=args.waves, episode_s=args.episode_s,
                     procedural_tracks=args.procedural_tracks, town_routes=args.town_routes,
@@ -113,9 +113,7 @@ def run_generate(args: argparse.Namespace) -> int:
     if args.no_progress:
         manifest = generate_dataset(args.out, config, args.seed, preset_name=args.preset)
     else:
-        columns = (*Progress.get_default_columns()[:2], BarColumn(), TimeElapsedColumn(),
-                   TimeRemainingColumn())  # fmt: skip
-        with Progress(*columns, console=console) as bar:
+        with progress_bar(console=console) as bar:
             task = bar.add_task(f"driving {config.cars} cars x {config.waves} waves", total=None)
 
             def update(done: int, total: int) -> None:

@@ -35,6 +35,7 @@ from gym_s3.distill.windows import WindowSource, fixed_subset
 from gym_s3.dynamics.base import DynamicsBackend
 from gym_s3.dynamics.learned import LearnedBackend
 from gym_s3.errors import ConfigError
+from gym_s3.progress import progress_bar
 
 
 @dataclass(frozen=True)
@@ -251,7 +252,7 @@ def train(
     log_csv = log_csv if ctx.is_main else None
     _write_csv(log_csv, rows)
     bad = 0
-    progress = _progress(config.progress and ctx.is_main)
+    progress = progress_bar(enabled=config.progress and ctx.is_main)
     with progress:
         task = progress.add_task(label or backend.name, total=config.epochs * per_epoch)
         for epoch in range(1, config.epochs + 1):
@@ -303,19 +304,6 @@ def train(
 def _desc(name: str, epoch: int, train_loss: float, best: float) -> str:
     """Progress-bar text."""
     return f"{name} epoch {epoch} train {train_loss:.4f} best val {best:.4f}"
-
-
-def _progress(enabled: bool):
-    """A rich progress bar (disabled: a no-op context)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TimeRemainingColumn(),
-        disable=not enabled,
-        transient=False,
-    )
 
 
 def _write_csv(path: str | Path | None, rows: list[dict[str, float]]) -> None:
