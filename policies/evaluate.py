@@ -304,7 +304,7 @@ def evaluate_beamng_labels(
     import gym_s3  # noqa: F401  (registers the ids)
     from gym_s3.envs.beamng import BeamNGEnvConfig
     from gym_s3.envs.config import ScenarioConfig
-    from gym_s3.envs.pools import scenario_source
+    from gym_s3.envs.pools import scenario_placement, scenario_source
     from gym_s3.scenarios import label_mask
     from gym_s3.task import TaskConfig
 
@@ -320,11 +320,8 @@ def evaluate_beamng_labels(
             t0 = time.perf_counter()
             runs = []
             for k, idx in enumerate(picks):
-                v = int(pool.scenario_variant[idx])
                 env = gym.make("S3BeamNG-v0", config=config, **connect,
-                               reference=source.paths[int(pool.variant_path[v])],
-                               layout=pool.layouts[v],
-                               start_s=float(pool.scenario_start[idx]))  # fmt: skip
+                               **scenario_placement(source, idx))  # fmt: skip
                 try:
                     runs.append(run_episode(env, policy, env_name=name, seed=seed + k,
                                             condition={"label": label},

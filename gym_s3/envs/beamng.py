@@ -51,6 +51,11 @@ class BeamNGEnvConfig:
         start_s: arc length of the start position on the reference [m].
         task: episode, reward and termination settings (shared with the distilled env).
         pool: speed-profile settings of the reference trajectory.
+        scenarios: drive one scenario of ``S3Distilled-v0``'s default pool filtered by these
+            labels (``()``: all) instead of a lap of ``track``; with the distilled env's task
+            (start noise, 400 steps) unless a config with its own task is given.
+        scenario: index of that scenario in the filtered pool (default: drawn by
+            ``layout_seed``); setting it alone selects from the whole pool.
     """
 
     sim: BeamNGConfig = field(default_factory=BeamNGConfig)
@@ -62,6 +67,8 @@ class BeamNGEnvConfig:
     start_s: float = 0.0
     task: TaskConfig = field(default_factory=lap_task)
     pool: PoolConfig = field(default_factory=PoolConfig)
+    scenarios: tuple[str, ...] | None = None
+    scenario: int | None = None
 
 
 def resolve_track(name: str) -> ReferencePath:
@@ -82,7 +89,8 @@ class S3BeamNGEnv(gym.Env):
 
     Keyword arguments mirror :class:`BeamNGEnvConfig` and :class:`BeamNGConfig` (``host``,
     ``port``, ``standin``, ``home``, ``launch``, ``level``, ``vehicle_model``, ``socket_timeout``,
-    ``track``, ``surface``, ``ice_patches``, ``layout_seed``, ``layout``, ``start_s``), plus
+    ``track``, ``surface``, ``ice_patches``, ``layout_seed``, ``layout``, ``start_s``,
+    ``scenarios``, ``scenario``), plus
     ``obs_mode``, ``max_episode_steps``, ``reference`` (a :class:`ReferencePath`) and
     ``render_mode="rgb_array"``. Nothing connects until the first :meth:`reset`.
     """
@@ -99,7 +107,11 @@ class S3BeamNGEnv(gym.Env):
         render_mode: str | None = None,
         **kwargs: Any,
     ) -> None:
-        cfg = config or BeamNGEnvConfig()
+        picked = kwargs.get("scenarios") is not None or kwargs.get("scenario") is not None
+        if isinstance(kwargs.get("scenarios"), str):
+            kwargs["scenarios"] = (kwargs["scenarios"],)
+        # a pool scenario is driven with the distilled env's task unless a config brings its own
+        cfg = config or (BeamNGEnvConfig(task=TaskConfig()) if picked else BeamNGEnvConfig())
         sim_keys = set(BeamNGConfig.__dataclass_fields__)
         env_keys = set(BeamNGEnvConfig.__dataclass_fields__) - {"sim", "task", "pool"}
         unknown = set(kwargs) - sim_keys - env_keys
@@ -116,6 +128,8 @@ class S3BeamNGEnv(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}")
         get_surface(cfg.surface)
+        if cfg.scenarios is not None or cfg.scenario is not None:
+            cfg, reference = self._pick_scenario(cfg)
         self.config = cfg
         self.render_mode = render_mode
         self.reference = reference if reference is not None else resolve_track(cfg.track)
@@ -132,6 +146,21 @@ class S3BeamNGEnv(gym.Env):
         self._ego: EgoState | None = None
 
     # ------------------------------------------------------------------ layout and scenario
+    @staticmethod
+    def _pick_scenario(cfg: BeamNGEnvConfig) -> tuple[BeamNGEnvConfig, ReferencePath]:
+        """The config and reference of the chosen scenario of the default pool."""
+        from gym_s3.envs.config import ScenarioConfig
+        from gym_s3.envs.pools import scenario_placement, scenario_source
+
+        source = scenario_source(ScenarioConfig(labels=tuple(cfg.scenarios or ())))
+        index = cfg.scenario
+        if index is None:
+            gen = torch.Generator().manual_seed(cfg.layout_seed)
+            index = int(torch.randint(source.pool.num_scenarios, (1,), generator=gen))
+        place = scenario_placement(source, index)
+        cfg = replace(cfg, layout=place["layout"], start_s=place["start_s"], scenario=index)
+        return cfg, place["reference"]
+
     def _make_layout(self) -> SurfaceLayout:
         cfg = self.config
         return lap_layout(self.reference, cfg.surface, cfg.ice_patches, cfg.layout_seed)

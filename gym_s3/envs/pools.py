@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -101,6 +102,28 @@ def scenario_source(
     if not config.labels:
         return cached
     return ScenarioSource(cached.pool.filter(config.labels, match=config.match), cached.paths)
+
+
+def scenario_placement(source: ScenarioSource, index: int) -> dict[str, Any]:
+    """Where scenario ``index`` of ``source`` drives: ``reference``, ``layout`` and ``start_s``.
+
+    These are ``S3BeamNG-v0`` options, so a pool scenario of ``S3Distilled-v0`` can be driven in
+    the high-fidelity simulator (``gym.make("S3BeamNG-v0", **scenario_placement(src, k))``).
+
+    Raises:
+        ConfigError: ``index`` outside ``[0, S)``.
+    """
+    pool = source.pool
+    if not 0 <= index < pool.num_scenarios:
+        raise ConfigError(
+            f"scenario index {index} is outside the pool's {pool.num_scenarios} scenarios"
+        )
+    v = int(pool.scenario_variant[index])
+    return {
+        "reference": source.paths[int(pool.variant_path[v])],
+        "layout": pool.layouts[v],
+        "start_s": float(pool.scenario_start[index]),
+    }
 
 
 def clear_cache() -> None:

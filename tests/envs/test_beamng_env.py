@@ -13,7 +13,12 @@ pytest.importorskip("beamngpy")
 from path_helpers import make_straight  # noqa: E402
 
 from gym_s3.envs.beamng import S3BeamNGEnv  # noqa: E402
-from gym_s3.errors import ActionError, SimulatorConnectionError, SimulatorTimeoutError  # noqa: E402
+from gym_s3.errors import (  # noqa: E402
+    ActionError,
+    ConfigError,
+    SimulatorConnectionError,
+    SimulatorTimeoutError,
+)
 from gym_s3.scenarios.pool import PoolConfig  # noqa: E402
 from gym_s3.spec import single_action_space, single_observation_space  # noqa: E402
 from gym_s3.task import TaskConfig  # noqa: E402
@@ -160,3 +165,31 @@ def test_server_killed_mid_episode_gives_clear_error_fast():
             env.step(np.array([0.0, 0.5], dtype=np.float32))
     assert time.monotonic() - t0 < 15.0
     env.close()
+
+
+def test_a_pool_scenario_is_driven_where_the_distilled_env_drives_it():
+    """``scenarios``/``scenario`` place the car on that pool scenario's path, layout and start.
+
+    The env's reference, layout and start equal the pool's for that index, and the task is the
+    distilled env's (400-step episodes), not the lap's.
+    """
+    from gym_s3.envs.config import ScenarioConfig
+    from gym_s3.envs.pools import scenario_placement, scenario_source
+
+    source = scenario_source(ScenarioConfig(labels=("hard_braking",)))
+    env = S3BeamNGEnv(standin=True, scenarios="hard_braking", scenario=3)
+    try:
+        place = scenario_placement(source, 3)
+        assert env.reference is place["reference"] and env.layout == place["layout"]
+        assert env.config.start_s == place["start_s"]
+        assert env.config.task == TaskConfig()
+        drawn = S3BeamNGEnv(standin=True, scenarios=("hard_braking",), layout_seed=5)
+        assert drawn.config.scenario is not None and 0 <= drawn.config.scenario < len(
+            source.pool.scenario_variant
+        )
+    finally:
+        env.close()
+    with pytest.raises(ConfigError, match="outside the pool"):
+        S3BeamNGEnv(standin=True, scenarios="hard_braking", scenario=10**6)
+    with pytest.raises(ConfigError, match="valid labels"):
+        S3BeamNGEnv(standin=True, scenarios="drifting")
