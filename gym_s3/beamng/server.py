@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-import select
 import socket
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -40,6 +39,7 @@ from gym_s3.beamng.protocol import (
     read_frame,
     short_repr,
 )
+from gym_s3.beamng.sockets import Connection, Listener, shutdown_socket
 from gym_s3.beamng.world import World
 from gym_s3.errors import ConfigError, S3Error
 
@@ -56,29 +56,6 @@ class StrictModeError(S3Error, AssertionError):
     """A strict stand-in received requests it does not implement (the message lists them)."""
 
 
-@dataclass(eq=False)
-class Connection:
-    """One accepted client socket.
-
-    Attributes:
-        cid: connection id, unique for the server's lifetime.
-        sock: the socket.
-        vid: ``None`` for a GE connection, else the vehicle id of a vehicle socket.
-        peer: client address, for log lines.
-    """
-
-    cid: int
-    sock: socket.socket
-    vid: str | None
-    peer: str
-    thread: threading.Thread | None = field(default=None, repr=False)
-
-    @property
-    def kind(self) -> str:
-        """``"GE"`` or ``"VE"`` (as in the protocol notes)."""
-        return "GE" if self.vid is None else "VE"
-
-
 @dataclass(frozen=True)
 class RequestContext:
     """What a request handler may touch.
@@ -92,49 +69,6 @@ class RequestContext:
     server: StandInServer
     world: World
     conn: Connection
-
-
-class _Listener:
-    """A listening socket with its own accept thread, woken for shutdown through a socket pair."""
-
-    def __init__(self, host: str, port: int, name: str, on_accept: Any) -> None:
-        self.name = name
-        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self.sock.bind((host, port))
-            # a short backlog dropped SYNs of connection bursts: those clients waited 1 s each
-            self.sock.listen(socket.SOMAXCONN)
-        except OSError:
-            self.sock.close()
-            raise
-        self.port: int = self.sock.getsockname()[1]
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._on_accept = on_accept
-        self.thread = threading.Thread(target=self._run, name=f"standin-accept-{name}", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while True:
-            readable, _, _ = select.select([self.sock, self._wake_r], [], [])
-            if self._wake_r in readable:
-                break
-            try:
-                client, address = self.sock.accept()
-            except OSError:
-                break
-            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._on_accept(client, f"{address[0]}:{address[1]}")
-        self.sock.close()
-        self._wake_r.close()
-
-    def close(self) -> None:
-        """Stop accepting; the accept thread closes the socket and exits."""
-        try:
-            self._wake_w.send(b"x")
-        except OSError:  # already closed
-            return
-        self._wake_w.close()
 
 
 class StandInServer:
@@ -187,8 +121,8 @@ class StandInServer:
         self.unknown_requests: list[str] = []
         self.lock = threading.RLock()
         self._ids = itertools.count(1)
-        self._ge_listener: _Listener | None = None
-        self._vehicle_listeners: dict[str, _Listener] = {}
+        self._ge_listener: Listener | None = None
+        self._vehicle_listeners: dict[str, Listener] = {}
         self._connections: dict[int, Connection] = {}
         self._stopped = threading.Event()
         self._started = False
@@ -215,7 +149,7 @@ class StandInServer:
             # compile the frame physics now (default and 20 Hz frames) instead of on a request
             for sps in sorted({self.world.config.steps_per_second, 20}):
                 self.world.fleet.warm_up(sps)
-        self._ge_listener = _Listener(self.host, self.requested_port, "GE", self._accept_ge)
+        self._ge_listener = Listener(self.host, self.requested_port, "GE", self._accept_ge)
         self._started = True
         LOGGER.info("%s listening on %s:%d", SERVER_NAME, self.host, self.port)
         return self.port
@@ -234,7 +168,7 @@ class StandInServer:
             if listener is not None:
                 listener.close()
         for conn in connections:
-            _shutdown(conn.sock)
+            shutdown_socket(conn.sock)
         current = threading.current_thread()
         for thread in [lis.thread for lis in listeners if lis] + [c.thread for c in connections]:
             if thread is not None and thread is not current:
@@ -274,7 +208,7 @@ class StandInServer:
         listener = self._vehicle_listeners.get(vid)
         if listener is None:
             bind_host = self.host if self.host not in ("localhost",) else "127.0.0.1"
-            listener = _Listener(bind_host, 0, f"VE-{vid}", lambda s, p: self._accept_ve(vid, s, p))
+            listener = Listener(bind_host, 0, f"VE-{vid}", lambda s, p: self._accept_ve(vid, s, p))
             self._vehicle_listeners[vid] = listener
             LOGGER.debug("vehicle %s listening on port %d", vid, listener.port)
         return listener.port
@@ -316,7 +250,7 @@ class StandInServer:
             listener.close()
         for conn in list(self._connections.values()):
             if conn.vid == vid:
-                _shutdown(conn.sock)
+                shutdown_socket(conn.sock)
 
     # ---------------------------------------------------------------------------- connections
     def _accept_ge(self, sock: socket.socket, peer: str) -> None:
@@ -366,7 +300,7 @@ class StandInServer:
                     except OSError:
                         break
         finally:
-            _shutdown(conn.sock)
+            shutdown_socket(conn.sock)
             conn.sock.close()
             self._unregister(conn)
 
@@ -432,11 +366,3 @@ class StandInServer:
         if req_id is not None:
             reply["_id"] = req_id
         return reply
-
-
-def _shutdown(sock: socket.socket) -> None:
-    """Wake a thread blocked in ``recv`` on ``sock`` (errors mean it is closed already)."""
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
