@@ -1,0 +1,102 @@
+"""Settings of ``s3 data generate`` (:class:`GenerateConfig`) and its named presets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from gym_s3.errors import ConfigError
+from gym_s3.scenarios.pool import PoolConfig
+from gym_s3.spec import CONTROL_DT_S
+from gym_s3.tracks.surfaces import SURFACE_NAMES, PatchConfig, get_surface
+
+if TYPE_CHECKING:  # pragma: no cover
+    from wheel_collector.expert_config import ExpertConfig
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """What ``s3 data generate`` drives.
+
+    Attributes:
+        procedural_tracks: number of procedural circuits (seeds derived from the dataset seed).
+        town_routes: number of town routes.
+        track_weights: sampling weights of Putnam Park, procedural circuits, town routes.
+        surfaces: base surfaces (every one is used).
+        layouts_per_surface: surface layouts (ice-patch placements) per track and surface.
+        patches: ice-patch distribution of each layout.
+        cars: cars driven at once in a wave.
+        waves: number of waves.
+        episode_s: longest episode [s].
+        start_speed_fraction: start speed as a share of the target speed, ``U(lo, hi)``.
+        start_lateral_m: start lateral offset ``U(-x, x)`` [m].
+        off_track_margin_m: an episode ends this far beyond a road edge [m].
+        spin_heading_rad: an episode ends at this heading error (spin-out) [rad].
+        expert: the expert driver (gains, noise, perturbations); the defaults when ``None``.
+        pool: speed-profile settings of the reference trajectories.
+        threads: torch intra-op threads during generation (1 is fastest for these sizes).
+    """
+
+    procedural_tracks: int = 6
+    town_routes: int = 6
+    track_weights: tuple[float, float, float] = (0.3, 0.45, 0.25)
+    surfaces: tuple[str, ...] = SURFACE_NAMES
+    layouts_per_surface: int = 2
+    patches: PatchConfig = field(default_factory=lambda: PatchConfig(count=(1, 6)))
+    cars: int = 256
+    waves: int = 1
+    episode_s: float = 40.0
+    start_speed_fraction: tuple[float, float] = (0.0, 1.0)
+    start_lateral_m: float = 0.5
+    off_track_margin_m: float = 5.0
+    spin_heading_rad: float = 1.75
+    expert: ExpertConfig | None = None
+    pool: PoolConfig = field(default_factory=PoolConfig)
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if self.procedural_tracks < 0 or self.town_routes < 0:
+            raise ConfigError("procedural_tracks and town_routes must be >= 0")
+        if len(self.track_weights) != 3 or min(self.track_weights) < 0:
+            raise ConfigError(
+                "track_weights needs 3 non-negative weights (putnam, procedural, town)"
+            )
+        if not self.surfaces:
+            raise ConfigError("surfaces must name at least one surface")
+        names = [get_surface(s).name for s in self.surfaces]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"surfaces must not repeat, got {self.surfaces}")
+        object.__setattr__(self, "surfaces", tuple(names))
+        for name, value in (("layouts_per_surface", self.layouts_per_surface), ("cars", self.cars),
+                            ("waves", self.waves), ("threads", self.threads)):  # fmt: skip
+            if value < 1:
+                raise ConfigError(f"GenerateConfig.{name} must be >= 1, got {value}")
+        if not self.episode_s >= 2 * CONTROL_DT_S:
+            raise ConfigError(
+                f"episode_s must be at least {2 * CONTROL_DT_S} s, got {self.episode_s}"
+            )
+        if self.expert is None:
+            from wheel_collector.expert_config import ExpertConfig
+
+            object.__setattr__(self, "expert", ExpertConfig())
+
+    @property
+    def steps(self) -> int:
+        """Control steps per episode."""
+        return int(round(self.episode_s / CONTROL_DT_S))
+
+
+#: Named sizes: ``default`` (the dataset distillation is trained on) and ``tiny`` (tests).
+PRESETS: dict[str, GenerateConfig] = {
+    "default": GenerateConfig(),
+    "tiny": GenerateConfig(
+        procedural_tracks=1, town_routes=1, layouts_per_surface=1, cars=12, waves=1, episode_s=3.0
+    ),  # fmt: skip
+}
+
+
+def preset(name: str, **overrides: Any) -> GenerateConfig:
+    """A preset with some fields replaced (``None`` values are ignored)."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset '{name}'; valid: {', '.join(PRESETS)}")
+    return replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})
