@@ -56,6 +56,8 @@ class BeamNGEnvConfig:
             (start noise, 400 steps) unless a config with its own task is given.
         scenario: index of that scenario in the filtered pool (default: drawn by
             ``layout_seed``); setting it alone selects from the whole pool.
+        target_speed: explicit target speed at every sample of the reference [m/s] (e.g. an
+            expert's driven speed); ``None`` computes the friction-aware speed profile.
     """
 
     sim: BeamNGConfig = field(default_factory=BeamNGConfig)
@@ -69,6 +71,7 @@ class BeamNGEnvConfig:
     pool: PoolConfig = field(default_factory=PoolConfig)
     scenarios: tuple[str, ...] | None = None
     scenario: int | None = None
+    target_speed: tuple[float, ...] | None = None
 
 
 def resolve_track(name: str) -> ReferencePath:
@@ -107,11 +110,9 @@ class S3BeamNGEnv(gym.Env):
         render_mode: str | None = None,
         **kwargs: Any,
     ) -> None:
-        picked = kwargs.get("scenarios") is not None or kwargs.get("scenario") is not None
         if isinstance(kwargs.get("scenarios"), str):
             kwargs["scenarios"] = (kwargs["scenarios"],)
-        # a pool scenario is driven with the distilled env's task unless a config brings its own
-        cfg = config or (BeamNGEnvConfig(task=TaskConfig()) if picked else BeamNGEnvConfig())
+        cfg = config or BeamNGEnvConfig()
         sim_keys = set(BeamNGConfig.__dataclass_fields__)
         env_keys = set(BeamNGEnvConfig.__dataclass_fields__) - {"sim", "task", "pool"}
         unknown = set(kwargs) - sim_keys - env_keys
@@ -129,6 +130,19 @@ class S3BeamNGEnv(gym.Env):
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}")
         get_surface(cfg.surface)
         if cfg.scenarios is not None or cfg.scenario is not None:
+            placed = ("track", "surface", "ice_patches", "layout", "start_s", "target_speed")
+            clash = sorted(k for k in placed if k in kwargs) + (["reference"] if reference else [])
+            if clash:
+                raise ConfigError(
+                    f"scenarios/scenario choose the path, surfaces and start; drop {clash} (or "
+                    "drop scenarios/scenario to place the car yourself)"
+                )
+            if config is None or config.task == BeamNGEnvConfig().task:
+                # a pool scenario is driven with the distilled env's task, not the lap's
+                task = TaskConfig(obs_mode=cfg.task.obs_mode)
+                if max_episode_steps is not None:
+                    task = replace(task, max_episode_steps=max_episode_steps)
+                cfg = replace(cfg, task=task)
             cfg, reference = self._pick_scenario(cfg)
         self.config = cfg
         self.render_mode = render_mode
@@ -136,9 +150,7 @@ class S3BeamNGEnv(gym.Env):
         self.layout = cfg.layout or self._make_layout()
         self.observation_space = single_observation_space(cfg.task.obs_mode)
         self.action_space = single_action_space()
-        self._pool = ScenarioPool.build(
-            [self.reference], [[self.layout]], cfg.pool, starts=[[cfg.start_s]]
-        )
+        self._pool = self._build_pool()
         self.task = TrackingTask(self._pool, 1, cfg.task)
         self._generator = torch.Generator().manual_seed(0)
         self._link: SimLink | None = None
@@ -158,8 +170,16 @@ class S3BeamNGEnv(gym.Env):
             gen = torch.Generator().manual_seed(cfg.layout_seed)
             index = int(torch.randint(source.pool.num_scenarios, (1,), generator=gen))
         place = scenario_placement(source, index)
-        cfg = replace(cfg, layout=place["layout"], start_s=place["start_s"], scenario=index)
+        cfg = replace(cfg, layout=place["layout"], start_s=place["start_s"], scenario=index,
+                      target_speed=place["target_speed"])  # fmt: skip
         return cfg, place["reference"]
+
+    def _build_pool(self) -> ScenarioPool:
+        """The one-scenario pool of this env: reference, layout, start and target speeds."""
+        cfg = self.config
+        speeds = [cfg.target_speed] if cfg.target_speed is not None else None
+        return ScenarioPool.build([self.reference], [[self.layout]], cfg.pool,
+                                  starts=[[cfg.start_s]], speeds=speeds)  # fmt: skip
 
     def _make_layout(self) -> SurfaceLayout:
         cfg = self.config
@@ -190,8 +210,7 @@ class S3BeamNGEnv(gym.Env):
         if options and "surface" in options:
             surf = get_surface(options["surface"])
             self.layout = replace(self.layout, base=surf.name, base_mu=surf.mu)
-            self._pool = ScenarioPool.build([self.reference], [[self.layout]], self.config.pool,
-                                            starts=[[self.config.start_s]])  # fmt: skip
+            self._pool = self._build_pool()
             self.task = TrackingTask(self._pool, 1, self.config.task)
             if self._link is not None:
                 self._link.layout = self.layout  # re-applied by the teleport below

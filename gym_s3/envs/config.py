@@ -237,7 +237,9 @@ class DistilledConfig:
                     scen_kw[key] = _as_names(scen_kw[key], key)
             for key in ("layouts", "starts"):
                 if key in scen_kw:
-                    scen_kw[key] = tuple(scen_kw[key])
+                    value = scen_kw[key]
+                    single = isinstance(value, SurfaceLayout | int | float)
+                    scen_kw[key] = (value,) if single else tuple(value)
             scenario = replace(scenario, **scen_kw)
         return replace(base, task=task, scenario=scenario, **kwargs)
 

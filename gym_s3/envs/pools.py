@@ -92,6 +92,13 @@ def scenario_source(
         if len(set(names)) != len(names):
             raise ConfigError(f"tracks and logged episodes must be distinct, got {names}")
         starts = [list(config.starts)] * len(paths) if config.starts else None
+        for path in paths if config.starts else ():
+            beyond = [x for x in config.starts if not path.closed and x >= path.length]
+            if beyond:
+                raise ConfigError(
+                    f"starts {beyond} lie beyond the end of the open path '{path.name}' "
+                    f"({path.length:.0f} m long); give starts inside every path"
+                )
         pool = ScenarioPool.build(
             paths, layouts, config.pool, starts=starts, device=device, dtype=dtype, speeds=speeds
         )
@@ -105,10 +112,13 @@ def scenario_source(
 
 
 def scenario_placement(source: ScenarioSource, index: int) -> dict[str, Any]:
-    """Where scenario ``index`` of ``source`` drives: ``reference``, ``layout`` and ``start_s``.
+    """Where scenario ``index`` of ``source`` drives, as ``S3BeamNG-v0`` options.
 
-    These are ``S3BeamNG-v0`` options, so a pool scenario of ``S3Distilled-v0`` can be driven in
-    the high-fidelity simulator (``gym.make("S3BeamNG-v0", **scenario_placement(src, k))``).
+    ``reference``, ``layout``, ``start_s`` and ``target_speed`` (the pool's, so an expert
+    trajectory keeps the driven speed).
+
+    A pool scenario of ``S3Distilled-v0`` is so driven in the high-fidelity simulator:
+    ``gym.make("S3BeamNG-v0", **scenario_placement(src, k))``.
 
     Raises:
         ConfigError: ``index`` outside ``[0, S)``.
@@ -119,10 +129,12 @@ def scenario_placement(source: ScenarioSource, index: int) -> dict[str, Any]:
             f"scenario index {index} is outside the pool's {pool.num_scenarios} scenarios"
         )
     v = int(pool.scenario_variant[index])
+    path = source.paths[int(pool.variant_path[v])]
     return {
-        "reference": source.paths[int(pool.variant_path[v])],
+        "reference": path,
         "layout": pool.layouts[v],
         "start_s": float(pool.scenario_start[index]),
+        "target_speed": tuple(pool.speed[v, : path.num_samples].double().cpu().tolist()),
     }
 
 

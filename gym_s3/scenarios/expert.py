@@ -67,6 +67,8 @@ def expert_trajectory(
     n = len(columns["x"])
     fault = np.flatnonzero(np.asarray(columns["fault"], dtype=bool))
     end = int(fault[0]) if len(fault) else n
+    if end < 4:  # empty, or a fault from the first rows: nothing to follow
+        return None
     xy = np.column_stack([columns["x"][:end], columns["y"][:end]]).astype(np.float64)
     keep = _spaced(xy, ds / 2)
     if len(keep) < 4:

@@ -193,3 +193,9 @@ def test_a_pool_scenario_is_driven_where_the_distilled_env_drives_it():
         S3BeamNGEnv(standin=True, scenarios="hard_braking", scenario=10**6)
     with pytest.raises(ConfigError, match="valid labels"):
         S3BeamNGEnv(standin=True, scenarios="drifting")
+    with pytest.raises(ConfigError, match=r"drop \['ice_patches', 'surface'\]"):
+        S3BeamNGEnv(standin=True, scenarios="hard_braking", surface="ice", ice_patches=3)
+    from gym_s3.envs.beamng import BeamNGEnvConfig
+
+    via_config = S3BeamNGEnv(config=BeamNGEnvConfig(scenarios=("hard_braking",)), standin=True)
+    assert via_config.config.task == TaskConfig()  # the same task as with keyword options

@@ -16,6 +16,7 @@ from gym_s3.envs.config import ScenarioConfig
 from gym_s3.envs.pools import resolve_track, scenario_source
 from gym_s3.errors import ConfigError, DataFormatError
 from gym_s3.scenarios.expert import expert_trajectories, expert_trajectory
+from gym_s3.spec import feature_index
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,13 @@ def test_logs_join_the_pool_and_the_env_tracks_them(logs):
     assert len(src.paths) == n_traj and all(p.name.startswith("log:") for p in src.paths)
     env = gym.make("S3Distilled-v0", num_envs=32, tracks=(), logs=logs, backend="bicycle", seed=0)
     obs, _ = env.reset(seed=0)
+    task = env.unwrapped.core.task
+    target = obs[:, feature_index("v_long")] - obs[:, feature_index("speed_error")]
+    for k in range(32):  # the target is what the expert drove where the car starts
+        path = src.paths[int(task.pid[k])]
+        expert = next(t for t in expert_trajectories(logs) if t.path.name == path.name).speed
+        driven = np.interp(float(task.s[k]), np.arange(len(expert)) * path.ds, expert)
+        assert abs(float(target[k]) - driven) < 0.05
     for _ in range(20):
         obs, reward, *_ = env.step(torch.zeros(32, 2))
     assert bool(torch.isfinite(obs).all()) and bool(torch.isfinite(reward).all())
@@ -96,3 +104,32 @@ def test_missing_or_empty_logs_are_clear_errors(tmp_path, logs):
         ScenarioConfig(tracks=())
     with pytest.raises(ConfigError, match="record longer episodes"):
         expert_trajectories(logs, min_length_m=1e6)
+
+
+def test_the_standin_drives_an_expert_scenario_at_the_expert_speed(logs):
+    """``scenario_placement`` carries the expert speeds: S3BeamNG-v0 targets equal the pool's."""
+    pytest.importorskip("beamngpy")
+    from gym_s3.envs.beamng import S3BeamNGEnv
+    from gym_s3.envs.pools import scenario_placement
+
+    src = scenario_source(ScenarioConfig(tracks=(), logs=(str(logs),)))
+    place = scenario_placement(src, 0)
+    env = S3BeamNGEnv(standin=True, **place)
+    path = place["reference"]
+    expert = next(t for t in expert_trajectories(logs) if t.path.name == path.name).speed
+    s = torch.linspace(0.0, path.length - 1.0, 50, dtype=torch.float64)
+    variant = torch.zeros(50, dtype=torch.int64)
+    beamng = env.task.pool.target_speed(variant, s.to(env.task.pool.speed.dtype)).double()
+    driven = np.interp(s.numpy(), np.arange(len(expert)) * path.ds, expert)
+    np.testing.assert_allclose(beamng.numpy(), driven, atol=0.05)
+    env.close()
+
+
+def test_a_log_whose_first_row_is_a_fault_is_skipped(logs):
+    """A fault from the first rows (or an empty episode) gives no trajectory, not a crash."""
+    cols, meta = _episode(logs)
+    bad = {k: v.copy() for k, v in cols.items()}
+    bad["fault"][:] = True
+    assert expert_trajectory(bad, meta) is None
+    empty = {k: v[:0] for k, v in cols.items()}
+    assert expert_trajectory(empty, meta) is None
