@@ -142,8 +142,8 @@ def _register_evaluate(subparsers: Any) -> None:
     p.add_argument(
         "--backend",
         default=None,
-        help="S3Distilled-v0 dynamics backend (bicycle, ddm, trans, dytr) for --env distilled "
-        "and --labels (default: the backend the policy was trained in)",
+        help="S3Distilled-v0 dynamics backend (bicycle, ddm, trans, dytr) with --env distilled "
+        "(default: the backend the policy was trained in)",
     )
     p.add_argument(
         "--dynamics-checkpoint",
@@ -215,7 +215,7 @@ def _register_evaluate(subparsers: Any) -> None:
 def _csv(text: str, kind: type) -> list:
     """Parse a comma-separated option into ``kind`` values."""
     try:
-        return [kind(x) for x in text.split(",") if x.strip()]
+        return [kind(x.strip()) for x in text.split(",") if x.strip()]
     except ValueError as exc:
         raise ConfigError(f"could not parse '{text}' as a comma-separated list: {exc}") from exc
 
@@ -234,6 +234,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         raise ConfigError("--no-laps leaves nothing to evaluate; pass --labels too")
     if args.beamng and args.env != "beamng":
         raise ConfigError("--beamng drives the laps in BeamNG.tech; it needs --env beamng")
+    if not args.beamng and (args.launch or args.home):
+        raise ConfigError("--launch and --home are BeamNG.tech options; add --beamng")
     episodes = args.episodes if args.episodes is not None else 8 if args.env == "beamng" else 256
     if episodes < 1:
         raise ConfigError(f"--episodes must be >= 1, got {args.episodes}")

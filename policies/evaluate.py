@@ -172,10 +172,26 @@ def simulator(standin: bool, fast: bool, **options: Any) -> Iterator[tuple[str, 
     With ``standin``, one stand-in (compiled float32 physics when ``fast``) is started here for
     every run, so a compilation is paid once, and stopped afterwards. Otherwise ``options``
     (``host``, ``port``, ``home``, ``launch``, ``level``, ``vehicle_model``, ``socket_timeout``)
-    reach BeamNG.tech.
+    reach BeamNG.tech; with ``launch`` it is started once here (if nothing answers) and quit at
+    the end only if it was started here.
     """
     if not standin:
-        yield "S3BeamNG-v0", options
+        launched = None
+        if options.get("launch"):
+            # launch (or find) BeamNG.tech once for every run; the envs then only connect
+            from gym_s3._optional import require
+
+            bngpy = require("beamngpy", purpose="launching BeamNG.tech for the evaluation")
+            launched = bngpy.BeamNGpy(options.get("host", "127.0.0.1"), options.get("port", 25252),
+                                      home=options.get("home"), quit_on_close=False)  # fmt: skip
+            launched.open(launch=True)
+            options = {**options, "launch": False}
+        try:
+            yield "S3BeamNG-v0", options
+        finally:
+            if launched is not None:
+                launched.quit_on_close = launched.process is not None  # only what it started
+                launched.close() if launched.quit_on_close else launched.disconnect()
         return
     from gym_s3.beamng.config import WorldConfig
     from gym_s3.beamng.server import StandInServer

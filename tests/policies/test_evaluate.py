@@ -129,6 +129,7 @@ def test_cli_evaluates_distilled_laps_and_labels(policy, tmp_path, capsys):
         (["--beamng", "--env", "distilled"], "--env beamng"),
         (["--episodes", "0", "--labels", "all"], "--episodes"),
         (["--labels", "nonsense"], "valid labels"),
+        (["--launch"], "add --beamng"),
     ],
 )
 def test_cli_refuses_contradictory_options(policy, tmp_path, capsys, extra, match):
@@ -164,3 +165,25 @@ def test_label_sets_run_in_the_standin_from_the_same_pool(policy):
     assert all(math.isfinite(res.metrics[k]) for k in METRICS)
     with pytest.raises(ConfigError, match="valid labels"):
         evaluate_beamng_labels(policy, ["drifting"], episodes=1, progress=False)
+
+
+def test_launch_opens_the_simulator_once_and_spares_one_already_running(tmp_path):
+    """With ``launch``, the runs only connect; a simulator that was already running survives.
+
+    The stand-in stops on ``Quit`` here, so quitting it would make ``wait`` return True.
+    """
+    pytest.importorskip("beamngpy")
+    from gym_s3.beamng.config import WorldConfig
+    from gym_s3.beamng.server import StandInServer
+    from policies.evaluate import simulator
+
+    server = StandInServer(world_config=WorldConfig(), exit_on_quit=True)
+    port = server.start()
+    try:
+        with simulator(False, False, host="127.0.0.1", port=port, launch=True,
+                       home=str(tmp_path)) as (name, options):  # fmt: skip
+            assert name == "S3BeamNG-v0" and options["launch"] is False
+            assert options["port"] == port
+        assert not server.wait(timeout=0.5)
+    finally:
+        server.stop()
