@@ -77,14 +77,18 @@ class PipelineConfig:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        try:
-            import torch
+        import torch
 
-            torch.device(self.device)
+        try:
+            device = torch.device(self.device)
         except (RuntimeError, TypeError) as exc:
+            msg = f"unknown torch device '{self.device}' (use cpu, cuda, cuda:1)"
+            raise ConfigError(msg) from exc
+        if device.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError(
-                f"unknown torch device '{self.device}' (use cpu, cuda, cuda:1)"
-            ) from exc
+                f"device '{self.device}' asked for, but this torch build sees no CUDA GPU; "
+                "install a CUDA build of torch or use --device cpu"
+            )
         for name in (*self.distill_backends,):
             if name not in BACKENDS:
                 raise ConfigError(f"unknown backend '{name}' to distil; valid: {BACKENDS}")
@@ -172,7 +176,8 @@ def run_pipeline(
     began = time.perf_counter()
     from gym_s3 import __version__
 
-    common = {"version": __version__, "seed": config.seed, "device": config.device}
+    common = {"version": __version__, "seed": config.seed}
+    on_device = {**common, "device": config.device}  # the data stage always runs on the CPU
     outcomes: dict[str, StageOutcome] = {}
     outcomes["data"] = run_stage(
         root, "data",
@@ -181,19 +186,19 @@ def run_pipeline(
     )  # fmt: skip
     outcomes["distill"] = run_stage(
         root, "distill",
-        {**common, "data": outcomes["data"].key, "backends": list(config.distill_backends),
+        {**on_device, "data": outcomes["data"].key, "backends": list(config.distill_backends),
          "overrides": config.distill_overrides, "horizons": list(config.open_loop_horizons)},
         lambda d: steps.stage_distill(d, config, outcomes["data"]), log=log,
     )  # fmt: skip
     outcomes["train"] = run_stage(
         root, "train",
-        {**common, "distill": outcomes["distill"].key, "backends": list(config.policy_backends),
+        {**on_device, "distill": outcomes["distill"].key, "backends": list(config.policy_backends),
          "overrides": config.ppo_preset_overrides},
         lambda d: steps.stage_train(d, config, outcomes["distill"]), log=log,
     )  # fmt: skip
     outcomes["evaluate"] = run_stage(
         root, "evaluate",
-        {**common, "train": outcomes["train"].key, "policies": list(config.eval_policies),
+        {**on_device, "train": outcomes["train"].key, "policies": list(config.eval_policies),
          "surfaces": list(config.eval_surfaces), "patches": list(config.eval_ice_patches),
          "max_steps": config.eval_max_steps, "gif_every": config.gif_every,
          "fast_standin": config.fast_standin},
@@ -201,7 +206,7 @@ def run_pipeline(
     )  # fmt: skip
     outcomes["speedup"] = run_stage(
         root, "speedup",
-        {**common, "distill": outcomes["distill"].key, "num_envs": config.speedup_num_envs,
+        {**on_device, "distill": outcomes["distill"].key, "num_envs": config.speedup_num_envs,
          "seconds": config.speedup_seconds, "fast_standin": config.fast_standin},
         lambda d: steps.stage_speedup(d, config, outcomes["distill"]), log=log,
     )  # fmt: skip

@@ -59,3 +59,13 @@ def test_pipeline_options_are_checked_before_any_stage_runs(tmp_path, capsys, ex
     captured = capsys.readouterr()
     assert match in captured.err
     assert not (tmp_path / "p" / "data").exists()
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a GPU is present")
+def test_pipeline_refuses_cuda_without_a_gpu(tmp_path, capsys):
+    """``--device cuda`` on a CPU-only torch stops before the data stage, saying what to do."""
+    from gym_s3.cli import main
+
+    assert main(["pipeline", "--out", str(tmp_path / "p"), "--device", "cuda"]) == 2
+    assert "sees no CUDA GPU" in capsys.readouterr().err
+    assert not (tmp_path / "p" / "data").exists()
