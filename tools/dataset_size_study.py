@@ -3,7 +3,8 @@
 Trains one backend (default ``ddm``, with its shipped recipe) on growing shares of the training
 sessions of a dataset (default: ``data/default`` from ``s3 data generate --out data/default
 --seed 0``; nested random subsets, seeded) and measures the open-loop position error on the
-same held-out sessions every time.
+same test sessions every time: half of the held-out sessions select the best epoch, the other half
+only score.
 Prints a table and saves ``dataset_size.png`` and ``dataset_size.json``.
 
     python tools/dataset_size_study.py --dataset data/default --out runs/size_study
@@ -53,11 +54,15 @@ def main(argv: list[str] | None = None) -> None:
     order = torch.randperm(len(train_sessions), generator=torch.Generator().manual_seed(args.seed))
     train_sessions = [train_sessions[i] for i in order.tolist()]
     val_sessions = [s for s in data.sessions if data.session_split(s) == "val"]
-    windows = TensorWindows(data.split("val").windows(10, max(args.horizons), stride=5))
+    # half of the held-out sessions pick the best epoch (early stopping), the other half only
+    # measure: a share is never scored on the sessions that chose its weights
+    selection, test = val_sessions[0::2], val_sessions[1::2]
+    horizon = max(args.horizons)
+    windows = TensorWindows(data.select_sessions(test).windows(10, horizon, stride=5))
     rows = []
     for frac in sorted(args.fractions):
         k = max(1, round(frac * len(train_sessions)))
-        subset = data.select_sessions([*train_sessions[:k], *val_sessions])
+        subset = data.select_sessions([*train_sessions[:k], *selection])
         t0 = time.perf_counter()
         command = f"dataset_size_study share {frac:g}"
         written = recipes.run(subset, args.out / f"share_{frac:g}", [args.backend],
