@@ -3,8 +3,10 @@
 A stage writes into its own folder and, only when it succeeds, a ``stage.json`` marker holding
 the hash of its inputs (settings plus the hashes of the stages it reads from) and a small JSON
 result. Running the pipeline again skips every stage whose marker matches; a stage that was
-interrupted has no marker, so its folder is cleared and it runs again. Changing a setting changes
-the hash of that stage and of every stage downstream of it.
+interrupted has no marker, so it runs again: with the same inputs its finished sub-stages (folders
+with their own marker, e.g. one policy of several) are reused and the rest of its folder is
+cleared; with other inputs its folder is cleared. Changing a setting changes the hash of that
+stage and of every stage downstream of it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,17 @@ from pathlib import Path
 from typing import Any
 
 MARKER = "stage.json"
+#: written when a stage starts: an interrupted stage rerun with the same inputs keeps the
+#: finished sub-stages in its folder (one trained policy of several, say)
+STARTED = ".started"
+
+
+def _started_with(folder: Path) -> str | None:
+    """The input hash an unfinished run of the stage in ``folder`` started with (or None)."""
+    try:
+        return (folder / STARTED).read_text().strip()
+    except OSError:
+        return None
 
 
 def content_hash(value: Any) -> str:
@@ -78,10 +91,17 @@ def run_stage(
         if done.get("key") == key:
             log(f"[{name}] unchanged (inputs {key}), reusing {folder}")
             return StageOutcome(name, folder, key, done.get("result", {}), True, 0.0)
-    if folder.exists():
+    resuming = _started_with(folder) == key
+    if folder.exists() and not resuming:
         shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    log(f"[{name}] running (inputs {key})")
+    elif resuming:  # the same inputs were interrupted: keep finished sub-stages, clear the rest
+        for entry in folder.iterdir():
+            if entry.name == STARTED or (entry.is_dir() and (entry / MARKER).is_file()):
+                continue
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / STARTED).write_text(key + "\n")
+    log(f"[{name}] {'resuming' if resuming else 'running'} (inputs {key})")
     began = time.perf_counter()
     result = fn(folder)
     wall = time.perf_counter() - began

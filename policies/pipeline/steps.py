@@ -12,7 +12,7 @@ import torch
 from gym_s3.errors import ConfigError
 from policies.checkpoint import shipped_policy
 from policies.pipeline.run import BACKENDS, PipelineConfig
-from policies.pipeline.stages import StageOutcome
+from policies.pipeline.stages import StageOutcome, run_stage
 
 
 # ---------------------------------------------------------------------------------- data
@@ -82,7 +82,7 @@ def _policy_preset(name: str) -> tuple[str, str]:
 
 def stage_train(folder: Path, config: PipelineConfig, distill: StageOutcome) -> dict[str, Any]:
     """PPO for the chosen policies in the distilled env; the others are the shipped policies."""
-    from policies.config import preset
+    from policies.config import config_to_dict, preset
     from policies.ppo import train
 
     policies: dict[str, str] = {}
@@ -92,11 +92,17 @@ def stage_train(folder: Path, config: PipelineConfig, distill: StageOutcome) -> 
         overrides = {"device": config.device, **config.ppo_preset_overrides}
         cfg = preset(preset_name, dynamics_checkpoint=distill.result["checkpoints"][backend],
                      seed=config.seed, **overrides)  # fmt: skip
-        result = train(cfg, folder / name)
-        policies[name] = str(result.checkpoint)
-        trained[name] = {"frames": result.frames, "wall_s": result.wall_s,
-                         "train_frames_per_s": result.train_frames_per_s,
-                         "env_frames_per_s": result.env_frames_per_s}  # fmt: skip
+
+        def train_one(out: Path, cfg=cfg) -> dict[str, Any]:
+            result = train(cfg, out)
+            return {"checkpoint": str(result.checkpoint), "frames": result.frames,
+                    "wall_s": result.wall_s, "train_frames_per_s": result.train_frames_per_s,
+                    "env_frames_per_s": result.env_frames_per_s}  # fmt: skip
+
+        # a sub-stage: an interrupted train stage keeps the policies it finished
+        done = run_stage(folder, name, {"ppo": config_to_dict(cfg)}, train_one).result
+        policies[name] = done.pop("checkpoint")
+        trained[name] = done
     for name in config.eval_policies:
         if name not in policies:
             path = shipped_policy(name)

@@ -42,6 +42,44 @@ def test_interrupted_stage_is_cleared_and_rerun(tmp_path):
     assert json.loads((tmp_path / "s" / MARKER).read_text())["result"] == {"ok": True}
 
 
+def test_an_interrupted_stage_keeps_its_finished_sub_stages(tmp_path):
+    """An interrupted stage rerun with the same inputs reuses its finished sub-stages.
+
+    One trained policy of two is kept, the rest of the folder is cleared; with other inputs
+    nothing is reused.
+    """
+    calls: list[str] = []
+
+    def sub(name, fail=False):
+        def body(folder):
+            calls.append(name)
+            (folder / "weights.bin").write_text(name)
+            if fail:
+                raise KeyboardInterrupt
+            return {"policy": name}
+
+        return body
+
+    def stage(fail_second):
+        def body(folder):
+            (folder / "scratch.tmp").write_text("x")
+            a = run_stage(folder, "a", {"p": 1}, sub("a"), log=lambda _: None).result
+            b = run_stage(folder, "b", {"p": 2}, sub("b", fail_second), log=lambda _: None).result
+            return {"a": a, "b": b}
+
+        return body
+
+    with pytest.raises(KeyboardInterrupt):
+        run_stage(tmp_path, "train", {"x": 1}, stage(True), log=lambda _: None)
+    assert calls == ["a", "b"]
+    out = run_stage(tmp_path, "train", {"x": 1}, stage(False), log=lambda _: None)
+    assert calls == ["a", "b", "b"]  # "a" was reused, "b" ran again
+    assert (tmp_path / "train" / "a" / "weights.bin").read_text() == "a"  # kept from run 1
+    assert out.result == {"a": {"policy": "a"}, "b": {"policy": "b"}}
+    run_stage(tmp_path, "train", {"x": 2}, stage(False), log=lambda _: None)
+    assert calls == ["a", "b", "b", "a", "b"]  # other inputs: nothing reused
+
+
 def _open_loop(errors: dict[str, float]) -> dict:
     return {
         "results": {b: {"all": {"position": {"20": e, "60": 3 * e}}} for b, e in errors.items()}
