@@ -124,20 +124,24 @@ def stage_evaluate(folder: Path, config: PipelineConfig, train: StageOutcome) ->
 
     results: dict[str, str] = {}
     for name in config.eval_policies:
-        policy = load_policy(train.result["policies"][name])
-        runs = evaluate_beamng(
-            policy,
-            surfaces=config.eval_surfaces,
-            ice_patches=config.eval_ice_patches,
-            seed=config.seed,
-            render_every=config.gif_every,
-            max_steps=config.eval_max_steps,
-            fast=config.fast_standin,
-        )
-        write_evaluation(
-            runs, folder / name, title=f"policy '{name}' in S3BeamNG-v0 (open stand-in)"
-        )
-        results[name] = str(folder / name / "results.json")
+        checkpoint = train.result["policies"][name]
+
+        def evaluate_one(out: Path, name: str = name, checkpoint: str = checkpoint) -> dict:
+            runs = evaluate_beamng(
+                load_policy(checkpoint),
+                surfaces=config.eval_surfaces,
+                ice_patches=config.eval_ice_patches,
+                seed=config.seed,
+                render_every=config.gif_every,
+                max_steps=config.eval_max_steps,
+                fast=config.fast_standin,
+            )
+            write_evaluation(runs, out, title=f"policy '{name}' in S3BeamNG-v0 (open stand-in)")
+            return {"results": str(out / "results.json")}
+
+        # a sub-stage per policy: an interrupted evaluate stage keeps the policies it finished
+        inputs = {"checkpoint": checkpoint}
+        results[name] = run_stage(folder, name, inputs, evaluate_one).result["results"]
     return {"results": results}
 
 
