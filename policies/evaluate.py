@@ -90,8 +90,12 @@ class RunResult:
                 "terminated_by": self.terminated_by, "wall_s": self.wall_s}  # fmt: skip
 
 
+#: How an episode can fail (the ``info`` flags of the task), as opposed to completing or timing out.
+FAILURES: tuple[str, ...] = ("off_track", "spin_out", "non_finite")
+
+
 def _reason(info: dict[str, Any], truncated: bool) -> str:
-    for key in ("completed", "off_track", "spin_out", "non_finite"):
+    for key in ("completed", *FAILURES):
         if bool(info.get(key, False)):
             return key
     return "time_limit" if truncated else "running"
@@ -344,9 +348,12 @@ def evaluate_beamng_labels(
                                             max_steps=max_steps))  # fmt: skip
                 finally:
                     env.close()
+            ends = [r.terminated_by for r in runs]
             res = label_summary(
-                name, label, [r.metrics for r in runs], [r.terminated_by for r in runs],
-                wall_s=time.perf_counter() - t0,
+                name, label, {k: float(np.mean([r.metrics[k] for r in runs])) for k in METRICS},
+                completed=float(np.mean([e == "completed" for e in ends])),
+                failed=float(np.mean([e in FAILURES for e in ends])),
+                episodes=len(runs), wall_s=time.perf_counter() - t0,
             )  # fmt: skip
             results.append(res)
             if progress:
@@ -354,44 +361,33 @@ def evaluate_beamng_labels(
     return results
 
 
-FAILURES: tuple[str, ...] = ("off_track", "spin_out", "non_finite")
-
-
 def label_summary(
     env: str,
     label: str,
-    metrics: Sequence[dict[str, float]] | dict[str, float],
-    ends: Sequence[str] | dict[str, float],
+    metrics: dict[str, float],
     *,
+    completed: float,
+    failed: float,
+    episodes: int,
     wall_s: float,
-    episodes: int | None = None,
 ) -> RunResult:
-    """One table row for a label set: mean metrics, completed and failed shares.
+    """One table row for a label set.
 
     Args:
         env: env name of the row.
         label: the scenario label.
-        metrics: per-episode :data:`METRICS` dicts, or their means.
-        ends: per-episode ``terminated_by`` values, or ``{"completed": share, "failed": share}``.
+        metrics: mean :data:`METRICS` over the set's episodes.
+        completed: share of episodes that completed their route.
+        failed: share of episodes that ended by a failure (:data:`FAILURES`).
+        episodes: episode count.
         wall_s: wall-clock time of the set [s].
-        episodes: episode count (default: ``len(metrics)``).
     """
-    if isinstance(metrics, dict):
-        mean = {k: float(metrics[k]) for k in METRICS}
-    else:
-        mean = {k: float(np.mean([m[k] for m in metrics])) for k in METRICS}
-    if isinstance(ends, dict):
-        done, failed = ends["completed"], ends["failed"]
-    else:
-        done = float(np.mean([e == "completed" for e in ends]))
-        failed = float(np.mean([e in FAILURES for e in ends]))
-    n = episodes if episodes is not None else len(metrics)
     empty = np.zeros(0)
     return RunResult(
         env=env,
-        condition={"label": label, "episodes": n},
-        metrics=mean,
-        terminated_by=f"done {done:.0%} fail {failed:.0%}",
+        condition={"label": label, "episodes": episodes},
+        metrics={k: float(metrics[k]) for k in METRICS},
+        terminated_by=f"done {completed:.0%} fail {failed:.0%}",
         trajectory=np.zeros((0, 2)),
         cte=empty,
         s=empty,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from policies.checkpoint import Policy
-from policies.evaluate import METRICS, RunResult, drive_laps, label_summary, print_run
+from policies.evaluate import FAILURES, METRICS, RunResult, drive_laps, label_summary, print_run
 
 
 def evaluate_distilled_laps(
@@ -58,8 +58,10 @@ def evaluate_distilled_laps(
     backend = backend or policy.backend
     reference = resolve_track(track)
 
+    layouts: dict[tuple[str, int], Any] = {}  # kept for the plots
+
     def make_env(surface: str, patches: int) -> Any:
-        layout = lap_layout(reference, surface, patches, seed)
+        layout = layouts[surface, patches] = lap_layout(reference, surface, patches, seed)
         return gym.make("S3Distilled-v0", backend=backend, checkpoint=checkpoint, device=device,
                         tracks=(track,), layouts=(layout,), starts=(0.0,),
                         task=lap_task(obs_mode=policy.obs_mode), seed=seed,
@@ -71,9 +73,8 @@ def evaluate_distilled_laps(
                          render_every=render_every, max_steps=max_steps,
                          progress=progress)  # fmt: skip
     for res in results:  # for the plots (the distilled env keeps its paths in its pool)
-        c = res.condition
         res.reference = reference
-        res.layout = lap_layout(reference, c["surface"], c["ice_patches"], seed)
+        res.layout = layouts[res.condition["surface"], res.condition["ice_patches"]]
     return results
 
 
@@ -117,9 +118,9 @@ def evaluate_labels(
         out = evaluate_distilled(policy.act, num_envs=num_envs, seed=seed, backend=backend,
                                  checkpoint=checkpoint, device=device, obs_mode=policy.obs_mode,
                                  scenarios=(label,), **env_kwargs)  # fmt: skip
-        ends = {"completed": out["completed_rate"], "failed": out["failure_rate"]}
-        res = label_summary(name, label, out, ends, wall_s=time.perf_counter() - t0,
-                            episodes=num_envs)  # fmt: skip
+        res = label_summary(name, label, out, completed=out["completed_rate"],
+                            failed=out["failure_rate"], episodes=num_envs,
+                            wall_s=time.perf_counter() - t0)  # fmt: skip
         results.append(res)
         if progress:
             print_run(res)
@@ -167,7 +168,7 @@ def evaluate_distilled(
                 new = (terminated | truncated).cpu() & ~recorded
                 for k in METRICS:
                     sums[k] = torch.where(new, info[f"episode/{k}"].float().cpu(), sums[k])
-                bad = (info["off_track"] | info["spin_out"] | info["non_finite"]).cpu()
+                bad = torch.stack([info[k] for k in FAILURES]).any(0).cpu()
                 failed |= new & bad
                 completed |= new & info["completed"].cpu()
                 recorded |= new

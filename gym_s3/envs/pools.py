@@ -92,8 +92,8 @@ def scenario_source(
         if len(set(names)) != len(names):
             raise ConfigError(f"tracks and logged episodes must be distinct, got {names}")
         starts = [list(config.starts)] * len(paths) if config.starts else None
-        for path in paths if config.starts else ():
-            beyond = [x for x in config.starts if not path.closed and x >= path.length]
+        for path in (p for p in paths if not p.closed):
+            beyond = [x for x in config.starts if x >= path.length]
             if beyond:
                 raise ConfigError(
                     f"starts {beyond} lie beyond the end of the open path '{path.name}' "
