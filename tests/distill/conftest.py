@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
+from torch_helpers import one_torch_thread
 
 from gym_s3.data.dataset import DrivingDataset
 from gym_s3.data.generate import generate_dataset, preset
@@ -14,10 +14,8 @@ from gym_s3.data.generate import generate_dataset, preset
 @pytest.fixture(autouse=True)
 def _one_thread():
     """Run single-threaded (small tensors; OpenMP hand-offs dominate on a shared CPU)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with one_torch_thread():
+        yield
 
 
 @pytest.fixture(scope="session")

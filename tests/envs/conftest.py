@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch_helpers import SMALL, one_torch_thread
 
 from gym_s3.tracks.surfaces import LayoutConfig, PatchConfig
-
-#: Putnam Park with two surface layouts drawn from the default distribution.
-SMALL: dict = {"tracks": ("putnam",), "layouts_per_track": 2}
 
 #: Putnam Park on dry asphalt with one full-width, 30 m ice patch; a start every 5 m.
 ICE_LAYOUT = LayoutConfig(
@@ -32,10 +30,8 @@ def _one_torch_thread(request):
     if not request.module.__name__.startswith("test_distilled"):
         yield
         return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with one_torch_thread():
+        yield
 
 
 @pytest.fixture
