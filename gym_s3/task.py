@@ -18,6 +18,7 @@ from gym_s3 import metrics
 from gym_s3.errors import ConfigError
 from gym_s3.observations import EgoState, build_observation
 from gym_s3.rewards import compute_reward
+from gym_s3.rows import ResetRows
 from gym_s3.scenarios.pool import ScenarioPool
 from gym_s3.spec import LOOKAHEAD_M
 from gym_s3.task_config import TaskConfig, lap_task
@@ -147,57 +148,41 @@ class TrackingTask:
             generator: CPU generator that draws scenarios and start noise (seeded by the env).
             scenario: optional ``(N,)`` scenario ids to use instead of random draws.
         """
-        n = self.n
-        new = self.pool.sample(n, generator) if scenario is None else scenario.to(self.device)
-        self.scenario = torch.where(mask, new, self.scenario)
-        pose, s0, start_idx = self._draw(self.scenario, generator)
-        self.variant = self.pool.scenario_variant[self.scenario]
-        self.pid = self.pool.variant_path[self.variant]
-        self.surfaces = self.surfaces.where(mask, self.pool.surfaces.index(self.variant))
-        self.hint = torch.where(mask, start_idx, self.hint)
-        self.s = torch.where(mask, s0, self.s)
-        self.steps = torch.where(mask, torch.zeros_like(self.steps), self.steps)
-        self.prev_action = torch.where(
-            mask[:, None], torch.zeros_like(self.prev_action), self.prev_action
-        )
-        self.stats.reset(mask)
-        return pose
+        return self.begin(ResetRows(mask), generator, scenario)
 
-    def reset_rows(
-        self, rows: Tensor, generator: torch.Generator, scenario: Tensor | None = None
+    def begin(
+        self, select: ResetRows, generator: torch.Generator, scenario: Tensor | None = None
     ) -> StartPose:
-        """Like :meth:`reset`, but for the cars ``rows`` only (the CPU fast path).
+        """Start new episodes for the selected cars; returns the start poses of ``select``'s rows.
 
-        The work is proportional to the number of reset cars, so frequent resets of a few cars
-        among thousands stay cheap; the random draws are those of :meth:`reset` (one number per
-        car, kept for ``rows``), so both paths give identical episodes. Needs the row indices (a
-        host read of the mask), which costs nothing on the CPU; accelerators use the sync-free
-        :meth:`reset`.
+        A masked selector works on all N cars (sync-free; unselected rows keep everything and
+        their returned pose is to be ignored); an indexed one works on the R selected cars only
+        (the CPU fast path). Both draw the same random numbers (one per car, kept for the
+        selected ones), so they give identical episodes.
 
         Args:
-            rows: ``(R,)`` int64 indices of the cars to reset.
-            generator: CPU generator that draws scenarios and start noise.
-            scenario: optional ``(R,)`` scenario ids instead of random draws.
-
-        Returns:
-            The start poses of the ``R`` cars (``(R,)`` fields).
+            select: the cars to reset (:class:`~gym_s3.rows.ResetRows`).
+            generator: CPU generator that draws scenarios and start noise (seeded by the env).
+            scenario: optional scenario ids instead of random draws, one per row of ``select``.
         """
         if scenario is None:
-            new = self.pool.sample(self.n, generator)[rows]
+            new = select.pick(self.pool.sample(self.n, generator))
         else:
             new = scenario.to(self.device)
-        pose, s0, start_idx = self._draw(new, generator, rows)
+        if select.rows is None:
+            new = torch.where(select.mask, new, self.scenario)
+        pose, s0, start_idx = self._draw(new, generator, select.rows)
         variant = self.pool.scenario_variant[new]
-        self.scenario = self.scenario.index_copy(0, rows, new)
-        self.variant = self.variant.index_copy(0, rows, variant)
-        self.pid = self.pid.index_copy(0, rows, self.pool.variant_path[variant])
-        self.surfaces = self.surfaces.index_copy(rows, self.pool.surfaces.index(variant))
-        self.hint = self.hint.index_copy(0, rows, start_idx)
-        self.s = self.s.index_copy(0, rows, s0)
-        self.steps = self.steps.index_fill(0, rows, 0)
-        self.prev_action = self.prev_action.index_fill(0, rows, 0.0)
-        mask = torch.zeros(self.n, dtype=torch.bool, device=self.device).index_fill_(0, rows, True)
-        self.stats.reset(mask)
+        put = select.put
+        self.scenario = put(self.scenario, new)
+        self.variant = put(self.variant, variant)
+        self.pid = put(self.pid, self.pool.variant_path[variant])
+        self.surfaces = put(self.surfaces, self.pool.surfaces.index(variant))
+        self.hint = put(self.hint, start_idx)
+        self.s = put(self.s, s0)
+        self.steps = put(self.steps, torch.zeros_like(start_idx))
+        self.prev_action = put(self.prev_action, self.prev_action.new_zeros(len(new), 2))
+        self.stats.reset(select.mask)
         return pose
 
     def _draw(

@@ -81,17 +81,24 @@ class BackendState:
         """Row-wise ``mask ? other : self`` (sync-free partial reset)."""
 
         def sel(a: Tensor, b: Tensor) -> Tensor:
-            m = mask.reshape(-1, *([1] * (a.ndim - 1)))
-            return torch.where(m, b, a)
+            return torch.where(mask.reshape(-1, *([1] * (a.ndim - 1))), b, a)
 
+        return self._combine(other, sel)
+
+    def index_copy(self, rows: Tensor, other: BackendState) -> BackendState:
+        """A copy with rows ``rows`` ``(R,)`` replaced by the ``R`` cars of ``other``."""
+        return self._combine(other, lambda a, b: a.index_copy(0, rows, b.to(a.dtype)))
+
+    def _combine(self, other: BackendState, fn) -> BackendState:
+        """A state whose every tensor is ``fn(mine, other's)``."""
         fault = None
         if self.fault is not None and other.fault is not None:
-            fault = sel(self.fault, other.fault)
+            fault = fn(self.fault, other.fault)
         return BackendState(
-            pose=sel(self.pose, other.pose),
-            vel=sel(self.vel, other.vel),
-            history=sel(self.history, other.history),
-            extra={k: sel(v, other.extra[k]) for k, v in self.extra.items()},
+            pose=fn(self.pose, other.pose),
+            vel=fn(self.vel, other.vel),
+            history=fn(self.history, other.history),
+            extra={k: fn(v, other.extra[k]) for k, v in self.extra.items()},
             fault=fault,
         )
 

@@ -36,6 +36,7 @@ from gym_s3.envs.config import DistilledConfig
 from gym_s3.envs.pools import scenario_source
 from gym_s3.errors import ConfigError
 from gym_s3.observations import EgoState
+from gym_s3.rows import ResetRows
 from gym_s3.task import TrackingTask
 
 
@@ -175,38 +176,25 @@ class DistilledCore:
         Accelerators reset every row and select with ``torch.where`` (sync-free); the CPU, where
         reading the mask costs nothing, does the work for the reset cars only (identical values).
         """
-        if self._subset_resets:
-            return self._reset_rows(mask, scenario)
-        start = self.task.reset(mask, self.generator, scenario)
-        zero = torch.zeros_like(start.x)
-        pose = torch.stack([start.x, start.y, start.yaw], dim=-1)
-        ego = EgoState(start.x, start.y, start.yaw, start.speed, zero, zero)
-        mu = self.task.wheel_friction(ego)
-        fresh = self.backend.initial_state(pose, start.speed, mu)
-        self.state = self.state.where(mask, fresh)
-        self.wheel_mu = torch.where(mask[:, None], mu, self.wheel_mu)
-        self.episode_id = self.episode_id + mask.to(torch.int64)
-        obs = self.task.observe(self.state.ego(), self.wheel_mu)
-        return torch.where(mask[:, None], obs, self.obs)
-
-    def _reset_rows(self, mask: Tensor, scenario: Tensor | None) -> Tensor:
-        """CPU reset: task, start states, friction and observations of the masked cars only."""
-        idx = mask.nonzero()[:, 0]
-        if idx.numel() == 0:
+        select = ResetRows.indexed(mask) if self._subset_resets else ResetRows(mask)
+        if select.empty:
             return self.obs
-        start = self.task.reset_rows(
-            idx, self.generator, None if scenario is None else scenario[idx]
+        start = self.task.begin(
+            select, self.generator, None if scenario is None else select.pick(scenario)
         )
         zero = torch.zeros_like(start.x)
         pose = torch.stack([start.x, start.y, start.yaw], dim=-1)
         ego = EgoState(start.x, start.y, start.yaw, start.speed, zero, zero)
-        mu = self.task.wheel_friction(ego, rows=idx)
+        mu = self.task.wheel_friction(ego, rows=select.rows)
         fresh = self.backend.initial_state(pose, start.speed, mu)
-        self.state = _copy_rows(self.state, idx, fresh)
-        self.wheel_mu = self.wheel_mu.index_copy(0, idx, mu.to(self.wheel_mu.dtype))
-        self.episode_id = self.episode_id.index_add(0, idx, torch.ones_like(idx))
-        obs = self.task.observe(fresh.ego(), mu, rows=idx)
-        return self.obs.index_copy(0, idx, obs)
+        self.state = select.put(self.state, fresh)
+        self.wheel_mu = select.put(self.wheel_mu, mu)
+        self.episode_id = self.episode_id + mask.to(torch.int64)
+        if select.rows is None:  # observe every car (keeps the others' projection hints current)
+            obs = self.task.observe(self.state.ego(), self.wheel_mu)
+        else:
+            obs = self.task.observe(fresh.ego(), mu, rows=select.rows)
+        return select.put(self.obs, obs)
 
     def _check_mask(self, mask: Tensor) -> Tensor:
         """A reset mask as a ``(N,)`` bool tensor on the device (numpy accepted)."""
@@ -288,21 +276,3 @@ class DistilledCore:
         """Memory of the per-car tensors divided by N [bytes] (shared pool not included)."""
         total = sum(t.numel() * t.element_size() for t in self.car_tensors().values())
         return total / self.num_envs
-
-
-def _copy_rows(state: BackendState, idx: Tensor, rows: BackendState) -> BackendState:
-    """``state`` with rows ``idx`` ``(K,)`` replaced by the K rows of ``rows`` (new tensors)."""
-
-    def put(a: Tensor, b: Tensor) -> Tensor:
-        return a.index_copy(0, idx, b.to(a.dtype))
-
-    fault = state.fault
-    if fault is not None and rows.fault is not None:
-        fault = put(fault, rows.fault)
-    return BackendState(
-        pose=put(state.pose, rows.pose),
-        vel=put(state.vel, rows.vel),
-        history=put(state.history, rows.history),
-        extra={k: put(v, rows.extra[k]) for k, v in state.extra.items()},
-        fault=fault,
-    )
