@@ -16,6 +16,7 @@ EXTRAS: dict[str, str] = {
     "tensordict": "rl",
     "skrl": "skrl",
     "tensorboard": "skrl",
+    "stable_baselines3": "sb3",
 }
 
 
