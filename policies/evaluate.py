@@ -132,6 +132,8 @@ def run_episode(
     """
     t0 = time.perf_counter()
     obs, _ = env.reset(seed=seed)
+    # S3BeamNG-v0 names the simulator from the server's greeting (stand-in or BeamNG.tech)
+    env_name = getattr(env.unwrapped, "label", env_name)
     traj, cte, s, speed, target, frames = [], [], [], [], [], []
     info: dict[str, Any] = {}
     truncated = False

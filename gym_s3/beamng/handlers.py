@@ -21,6 +21,7 @@ from gym_s3.beamng.frames import quat_to_yaw
 from gym_s3.beamng.ground import Cube
 from gym_s3.beamng.prefab import PrefabError, parse_prefab
 from gym_s3.beamng.protocol import (
+    HELLO_SERVER_KEY,
     PROTOCOL_VERSION,
     SERVER_NAME,
     RequestError,
@@ -45,8 +46,14 @@ LOGGER = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------------- connection, system
 def hello(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
-    """``Hello``: report the protocol version beamngpy 1.36 expects."""
-    return {"type": "Hello", "protocolVersion": PROTOCOL_VERSION}
+    """``Hello``: the protocol version beamngpy 1.36 expects, and what this server is.
+
+    ``server`` (:data:`~gym_s3.beamng.protocol.HELLO_SERVER_KEY`) names the stand-in and
+    ``standin`` is ``True``; BeamNG.tech sends neither, so clients tell the two apart from the
+    greeting itself (:func:`gym_s3.beamng.link.identify_simulator`).
+    """
+    return {"type": "Hello", "protocolVersion": PROTOCOL_VERSION, HELLO_SERVER_KEY: SERVER_NAME,
+            "standin": True}  # fmt: skip
 
 
 def get_system_info(ctx: RequestContext, msg: dict[str, Any]) -> Reply:

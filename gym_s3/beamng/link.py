@@ -26,12 +26,18 @@ from gym_s3._optional import require
 from gym_s3.beamng.frames import dir_to_yaw, wrap_angle, yaw_to_quat
 from gym_s3.beamng.lua import GroundModelUpdate, render_ground_models_lua
 from gym_s3.beamng.materials import LEVEL_GROUND_MODEL, patch_material
+from gym_s3.beamng.protocol import (
+    BEAMNG_LABEL,
+    HELLO_SERVER_KEY,
+    PROTOCOL_VERSION,
+    STANDIN_LABEL,
+)
 from gym_s3.errors import ConfigError, SimulatorConnectionError, SimulatorTimeoutError
 from gym_s3.observations import EgoState
 from gym_s3.spec import CONTROL_DT_S, WHEELS
 from gym_s3.tracks.surfaces import SURFACES, SurfaceLayout, get_surface
 
-__all__ = ["BeamNGConfig", "Measurement", "SimLink", "ground_model_updates"]
+__all__ = ["BeamNGConfig", "Measurement", "SimLink", "ground_model_updates", "identify_simulator"]
 
 #: Sliding friction as a share of the peak (static) value written into ground models.
 SLIDING_SHARE = 0.85
@@ -156,6 +162,27 @@ class Measurement:
                         t(self.yaw_rate))  # fmt: skip
 
 
+def identify_simulator(bng: Any) -> str:
+    """What the simulator behind an open beamngpy connection says it is, from its ``Hello``.
+
+    beamngpy checks only the protocol version of the greeting and drops the reply, so the
+    greeting is sent once more on the game-engine socket and the reply is read here.
+
+    Returns:
+        :data:`~gym_s3.beamng.protocol.STANDIN_LABEL` when the reply names the stand-in
+        (``"standin": true``), :data:`~gym_s3.beamng.protocol.BEAMNG_LABEL` otherwise (BeamNG.tech
+        answers only ``protocolVersion``).
+    """
+    reply = bng.connection.send({"type": "Hello", "protocolVersion": PROTOCOL_VERSION}).recv(
+        "Hello"
+    )
+    if reply.get("standin") is True:
+        return STANDIN_LABEL
+    if HELLO_SERVER_KEY in reply:  # another server that names itself: show what it says
+        return str(reply[HELLO_SERVER_KEY])
+    return BEAMNG_LABEL
+
+
 class SimLink:
     """One car in BeamNG.tech or the open stand-in, stepped at 20 Hz in deterministic mode.
 
@@ -186,11 +213,24 @@ class SimLink:
         self.vehicle: Any = None
         self._prev: Measurement | None = None
         self._launched = False  # whether beamngpy started the simulator process for this link
+        #: what the connected simulator says it is (:func:`identify_simulator`); set by open()
+        self.simulator: str | None = None
+
+    @property
+    def is_standin(self) -> bool:
+        """Whether the connected simulator identified itself as the stand-in.
+
+        Before :meth:`open` this is the configured ``standin`` flag (a guess); afterwards it is
+        what the server said in its greeting, so an external ``s3 standin`` counts as well.
+        """
+        if self.simulator is None:
+            return bool(self.sim.standin)
+        return self.simulator == STANDIN_LABEL
 
     @property
     def source(self) -> str:
-        """Log source name: ``"standin-server"`` or ``"beamng"``."""
-        return "standin-server" if self.sim.standin else "beamng"
+        """Log source name: ``"standin-server"`` or ``"beamng"`` (from :attr:`is_standin`)."""
+        return "standin-server" if self.is_standin else "beamng"
 
     @property
     def port(self) -> int:
@@ -234,6 +274,8 @@ class SimLink:
         self._launched = getattr(bng, "process", None) is not None
         bng.quit_on_close = self._launched
         self.bng = bng
+        with self.errors("asking the simulator what it is"):
+            self.simulator = identify_simulator(bng)
         with self.errors("setting up the scenario"):
             self._build(bngpy)
             return self.teleport(*self.start)

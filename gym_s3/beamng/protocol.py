@@ -28,6 +28,12 @@ MAX_FRAME_BYTES = 16 * 1024 * 1024
 PROTOCOL_VERSION = "v1.27"
 #: how the stand-in names itself in replies, logs and on the command line
 SERVER_NAME = "sim2sim2sim open stand-in (not BeamNG)"
+#: key of the stand-in's ``Hello`` reply that names the server; BeamNG.tech answers only
+#: ``protocolVersion`` (beamngpy ignores other keys), so a reply without it is BeamNG.tech
+HELLO_SERVER_KEY = "server"
+#: short labels of the two simulators, as headings, tables and GIFs show them
+STANDIN_LABEL = "open stand-in"
+BEAMNG_LABEL = "BeamNG.tech"
 
 _HEADER = struct.Struct("!I")
 _RECV_CHUNK = 1 << 16

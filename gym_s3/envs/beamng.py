@@ -198,6 +198,17 @@ class S3BeamNGEnv(gym.Env):
         """The simulator link (``None`` until the first reset)."""
         return self._link
 
+    @property
+    def label(self) -> str:
+        """``"S3BeamNG-v0 (<simulator>)"``, the simulator as it named itself when connecting.
+
+        ``"open stand-in"`` or ``"BeamNG.tech"`` from the server's greeting
+        (:func:`gym_s3.beamng.link.identify_simulator`), never from the ``standin`` flag; just
+        ``"S3BeamNG-v0"`` before the first reset.
+        """
+        who = self._link.simulator if self._link is not None else None
+        return f"S3BeamNG-v0 ({who})" if who else "S3BeamNG-v0"
+
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start an episode: teleport to the start, zero the controls, re-apply the surfaces.
@@ -224,7 +235,8 @@ class S3BeamNGEnv(gym.Env):
         ego = self._ego = m.ego()
         self._trail = [(float(ego.x[0]), float(ego.y[0]))]
         obs = self.task.observe(ego)
-        return obs[0].numpy().copy(), {"standin": bool(self.config.sim.standin)}
+        info = {"standin": self._link.is_standin, "simulator": self._link.simulator}
+        return obs[0].numpy().copy(), info
 
     def step(self, action: Any):
         """Apply ``[steer, accel]`` for one 50 ms step and observe."""
@@ -275,7 +287,7 @@ class S3BeamNGEnv(gym.Env):
             pose=(float(ego.x[0]), float(ego.y[0]), float(ego.yaw[0])),
             trail=np.asarray(self._trail),
             speed=float(ego.v_long[0]),
-            title=f"S3BeamNG-v0 ({'open stand-in' if self.config.sim.standin else 'BeamNG.tech'})",
+            title=self.label,
         )
 
     def close(self) -> None:
