@@ -43,3 +43,11 @@ class SimulatorTimeoutError(S3Error, TimeoutError):
 
 class MissingDependencyError(S3Error, ImportError):
     """An optional dependency is not installed (the message names the extra to install)."""
+
+
+class StandInWarning(UserWarning):
+    """The open stand-in was asked for something it does not model (a level, a vehicle model).
+
+    It still serves the request (flat ground, its one sedan), so this is a warning; turn it into
+    an error with ``warnings.simplefilter("error", StandInWarning)``.
+    """

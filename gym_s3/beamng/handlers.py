@@ -16,6 +16,7 @@ import platform
 from typing import TYPE_CHECKING, Any
 
 from gym_s3.beamng import sensors
+from gym_s3.beamng.coverage import MODELLED_VEHICLE_MODELS, coverage_warnings, modelled_levels
 from gym_s3.beamng.fleet import Pose
 from gym_s3.beamng.frames import quat_to_yaw
 from gym_s3.beamng.ground import Cube
@@ -52,8 +53,14 @@ def hello(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
     ``standin`` is ``True``; BeamNG.tech sends neither, so clients tell the two apart from the
     greeting itself (:func:`gym_s3.beamng.link.identify_simulator`).
     """
-    return {"type": "Hello", "protocolVersion": PROTOCOL_VERSION, HELLO_SERVER_KEY: SERVER_NAME,
-            "standin": True}  # fmt: skip
+    return {
+        "type": "Hello",
+        "protocolVersion": PROTOCOL_VERSION,
+        HELLO_SERVER_KEY: SERVER_NAME,
+        "standin": True,
+        "levels": list(modelled_levels()),
+        "vehicle_models": list(MODELLED_VEHICLE_MODELS),
+    }
 
 
 def get_system_info(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
@@ -90,7 +97,10 @@ def create_scenario(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
     except PrefabError as exc:
         raise RequestError(f"CreateScenario: {exc}") from exc
     info = msg.get("info") if isinstance(msg.get("info"), dict) else {}
-    path = ctx.world.create_scenario(str_field(msg, "level"), str_field(msg, "name"), prefab, info)
+    level = str_field(msg, "level")
+    for warning in coverage_warnings(level, [v.model for v in prefab.vehicles]):
+        LOGGER.warning("%s: CreateScenario: %s", SERVER_NAME, warning)
+    path = ctx.world.create_scenario(level, str_field(msg, "name"), prefab, info)
     return {"type": "CreateScenario", "result": path}
 
 
@@ -230,6 +240,8 @@ def spawn_vehicle(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
     options = {
         k: v for k, v in msg.items() if k not in ("type", "_id", "name", "model", "pos", "rot")
     }
+    for warning in coverage_warnings(None, [model]):
+        LOGGER.warning("%s: SpawnVehicle: %s", SERVER_NAME, warning)
     ok = ctx.world.spawn(name, model, pose, ctx.conn.cid, options)
     if not ok:
         LOGGER.warning("%s: SpawnVehicle: vehicle %r exists already", SERVER_NAME, name)

@@ -14,7 +14,9 @@ backward differences over the last step and the wheel spin and road-wheel angle 
 
 from __future__ import annotations
 
+import logging
 import math
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from typing import Any
 import torch
 
 from gym_s3._optional import require
+from gym_s3.beamng.coverage import coverage_warnings
 from gym_s3.beamng.frames import dir_to_yaw, wrap_angle, yaw_to_quat
 from gym_s3.beamng.lua import GroundModelUpdate, render_ground_models_lua
 from gym_s3.beamng.materials import LEVEL_GROUND_MODEL, patch_material
@@ -32,18 +35,31 @@ from gym_s3.beamng.protocol import (
     PROTOCOL_VERSION,
     STANDIN_LABEL,
 )
-from gym_s3.errors import ConfigError, SimulatorConnectionError, SimulatorTimeoutError
+from gym_s3.errors import (
+    ConfigError,
+    SimulatorConnectionError,
+    SimulatorTimeoutError,
+    StandInWarning,
+)
 from gym_s3.observations import EgoState
 from gym_s3.spec import CONTROL_DT_S, WHEELS
 from gym_s3.tracks.surfaces import SURFACES, SurfaceLayout, get_surface
 
-__all__ = ["BeamNGConfig", "Measurement", "SimLink", "ground_model_updates", "identify_simulator"]
+__all__ = [
+    "BeamNGConfig",
+    "Measurement",
+    "SimLink",
+    "SimulatorIdentity",
+    "ground_model_updates",
+    "identify_simulator",
+]
 
 #: Sliding friction as a share of the peak (static) value written into ground models.
 SLIDING_SHARE = 0.85
 #: Thickness of the patch slabs [m].
 PATCH_THICKNESS_M = 0.02
 _NAN = float("nan")
+LOGGER = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -162,25 +178,50 @@ class Measurement:
                         t(self.yaw_rate))  # fmt: skip
 
 
-def identify_simulator(bng: Any) -> str:
+@dataclass(frozen=True)
+class SimulatorIdentity:
+    """What a simulator said about itself in its ``Hello`` reply.
+
+    Attributes:
+        label: ``"open stand-in"``, ``"BeamNG.tech"`` or the name another server gives itself.
+        standin: whether the server is the open stand-in.
+        levels: levels the stand-in models (``None``: not announced, e.g. BeamNG.tech).
+        vehicle_models: vehicle models the stand-in models (``None``: not announced).
+    """
+
+    label: str
+    standin: bool
+    levels: tuple[str, ...] | None = None
+    vehicle_models: tuple[str, ...] | None = None
+
+    def coverage_warnings(self, level: str, model: str) -> list[str]:
+        """Messages for the level and vehicle model the stand-in does not model (else ``[]``)."""
+        if not self.standin:
+            return []
+        return coverage_warnings(level, [model], levels=self.levels,
+                                 vehicle_models=self.vehicle_models)  # fmt: skip
+
+
+def identify_simulator(bng: Any) -> SimulatorIdentity:
     """What the simulator behind an open beamngpy connection says it is, from its ``Hello``.
 
     beamngpy checks only the protocol version of the greeting and drops the reply, so the
-    greeting is sent once more on the game-engine socket and the reply is read here.
-
-    Returns:
-        :data:`~gym_s3.beamng.protocol.STANDIN_LABEL` when the reply names the stand-in
-        (``"standin": true``), :data:`~gym_s3.beamng.protocol.BEAMNG_LABEL` otherwise (BeamNG.tech
-        answers only ``protocolVersion``).
+    greeting is sent once more on the game-engine socket and the reply is read here. The
+    stand-in answers ``"standin": true`` with its name, levels and vehicle models; BeamNG.tech
+    answers only ``protocolVersion``.
     """
     reply = bng.connection.send({"type": "Hello", "protocolVersion": PROTOCOL_VERSION}).recv(
         "Hello"
     )
+
+    def names(key: str) -> tuple[str, ...] | None:
+        value = reply.get(key)
+        return tuple(str(v) for v in value) if isinstance(value, list) else None
+
     if reply.get("standin") is True:
-        return STANDIN_LABEL
-    if HELLO_SERVER_KEY in reply:  # another server that names itself: show what it says
-        return str(reply[HELLO_SERVER_KEY])
-    return BEAMNG_LABEL
+        return SimulatorIdentity(STANDIN_LABEL, True, names("levels"), names("vehicle_models"))
+    # another server that names itself shows what it says; otherwise it is BeamNG.tech
+    return SimulatorIdentity(str(reply.get(HELLO_SERVER_KEY, BEAMNG_LABEL)), False)
 
 
 class SimLink:
@@ -214,7 +255,12 @@ class SimLink:
         self._prev: Measurement | None = None
         self._launched = False  # whether beamngpy started the simulator process for this link
         #: what the connected simulator says it is (:func:`identify_simulator`); set by open()
-        self.simulator: str | None = None
+        self.identity: SimulatorIdentity | None = None
+
+    @property
+    def simulator(self) -> str | None:
+        """Label of the connected simulator (``None`` before :meth:`open`)."""
+        return self.identity.label if self.identity is not None else None
 
     @property
     def is_standin(self) -> bool:
@@ -223,9 +269,9 @@ class SimLink:
         Before :meth:`open` this is the configured ``standin`` flag (a guess); afterwards it is
         what the server said in its greeting, so an external ``s3 standin`` counts as well.
         """
-        if self.simulator is None:
+        if self.identity is None:
             return bool(self.sim.standin)
-        return self.simulator == STANDIN_LABEL
+        return self.identity.standin
 
     @property
     def source(self) -> str:
@@ -275,7 +321,10 @@ class SimLink:
         bng.quit_on_close = self._launched
         self.bng = bng
         with self.errors("asking the simulator what it is"):
-            self.simulator = identify_simulator(bng)
+            self.identity = identify_simulator(bng)
+        for message in self.identity.coverage_warnings(self.sim.level, self.sim.vehicle_model):
+            LOGGER.warning("%s", message)
+            warnings.warn(message, StandInWarning, stacklevel=3)
         with self.errors("setting up the scenario"):
             self._build(bngpy)
             return self.teleport(*self.start)

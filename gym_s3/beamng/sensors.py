@@ -10,6 +10,19 @@ ground height. ``GForces`` are the body accelerations of the last physics step i
 vehicle frame (+X left, +Y backward, +Z up) [m/s^2]; ``gx2``/``gy2``/``gz2`` are the same values
 through a first-order filter. The vertical component is 0: the stand-in's vehicle has no heave.
 
+What the engine and wheel electrics mean on the stand-in (its car has one fixed drive ratio and
+no gearbox):
+
+* ``wheelspeed`` [m/s]: as on BeamNG (``wheels.lua``), ``|mean(omega * radius)|`` over the
+  *speedometer wheels*, here the undriven (rear) wheels of the front-wheel-drive car (all wheels
+  for all-wheel drive), so it equals the car's speed unless those wheels lock or slide; the
+  driven wheels may spin far faster at a full-throttle launch (per wheel: ``s3_wheel_speed``).
+  ``avgWheelAV`` [rad/s] is the mean angular speed of the same wheels.
+* ``gearIndex`` (``gear_index`` after beamngpy) is the drive direction, not a gear: 1 forward,
+  0 neutral, -1 reverse. It never shifts: there is no gearbox to shift.
+* ``rpm`` is the driven wheels' mean angular speed times ``WorldConfig.drive_ratio`` (at least
+  ``idle_rpm``): informative only, no engine map depends on it.
+
 Electrics beyond BeamNG's own keys are namespaced ``s3_*`` (per-wheel speeds, friction and ground
 model, yaw rate, body velocities): real BeamNG does not send them, so consumers must treat them as
 optional.
@@ -58,6 +71,19 @@ def vehicle_update(world: World, vid: str) -> dict[str, Any]:
     return {key: state[key] for key in ("pos", "dir", "up", "vel")}
 
 
+def speedometer_wheels(drive_shares: tuple[float, ...]) -> list[int]:
+    """Indices of the wheels the ``wheelspeed`` electric averages: the undriven ones.
+
+    Args:
+        drive_shares: share of the drive torque of each wheel (FL, FR, RL, RR) [-].
+
+    Returns:
+        the wheels with no drive torque, or all wheels when every wheel is driven.
+    """
+    undriven = [i for i, share in enumerate(drive_shares) if share == 0.0]
+    return undriven or list(range(len(drive_shares)))
+
+
 def electrics_payload(world: World, vid: str) -> dict[str, Any]:
     """Raw ``Electrics`` sensor data (``{"type": "Electrics", "values": {...}}``)."""
     row = world.row(vid)
@@ -68,6 +94,7 @@ def electrics_payload(world: World, vid: str) -> dict[str, Any]:
     controls = snap["controls"][row]
     omega = snap["omega"][row]
     wheel_speed = omega * params.wheel_radius
+    speedo = speedometer_wheels(params.drive_shares)
     vx, vy = float(snap["vx"][row]), float(snap["vy"][row])
     brake = float(snap["brake"][row])
     shaft = float(sum(w * s for w, s in zip(omega, params.drive_shares, strict=True)))
@@ -81,7 +108,7 @@ def electrics_payload(world: World, vid: str) -> dict[str, Any]:
     )
     gear = entry.gear
     values: dict[str, Any] = {
-        "wheelspeed": float(wheel_speed.mean()),
+        "wheelspeed": abs(float(wheel_speed[speedo].mean())),
         "airspeed": math.hypot(vx, vy),
         "throttle": float(snap["throttle"][row]),
         "throttle_input": float(controls[THROTTLE]),
@@ -103,7 +130,7 @@ def electrics_payload(world: World, vid: str) -> dict[str, Any]:
         "running": True,
         "ignition": True,
         "engineLoad": float(snap["throttle"][row]),
-        "avgWheelAV": float(omega.mean()),
+        "avgWheelAV": float(omega[speedo].mean()),
         "isShifting": False,
         "abs": 1 if cfg.abs_enabled else 0,
         "absActive": abs_active,

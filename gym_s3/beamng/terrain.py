@@ -37,6 +37,11 @@ def unregister_level_terrain(level: str) -> None:
     _LEVEL_TERRAINS.pop(level, None)
 
 
+def registered_levels() -> tuple[str, ...]:
+    """Names of the levels given a height function (sorted)."""
+    return tuple(sorted(_LEVEL_TERRAINS))
+
+
 def height_fn_for_level(level: str | None) -> HeightFn | None:
     """The registered height function of ``level``, or ``None`` for flat ground at z = 0."""
     if level is None:
