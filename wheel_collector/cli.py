@@ -160,6 +160,14 @@ def _source(args: argparse.Namespace) -> Any:
     from wheel_collector.wheel import WheelInput
 
     wheel = WheelInput(device=args.wheel, reconnect=args.reconnect)
+    try:
+        wheel.require_connected(
+            hint=", choose another one with --wheel NAME, or drive with `--device keyboard` "
+            "(or `--device expert`)"
+        )
+    except ConfigError:
+        wheel.close()
+        raise
     if args.calibrate:
         from wheel_collector.wizard import calibrate
 
@@ -189,12 +197,12 @@ def run_collect(args: argparse.Namespace) -> int:
         episode_s=args.episode_length, realtime=human if args.realtime is None else args.realtime,
         session_id=args.session_id, sim=sim,
     )  # fmt: skip
+    source = _source(args)  # first: a missing wheel fails here, before any window opens
     hud = None
     if human if args.hud is None else args.hud:
         from wheel_collector.hud import Hud
 
         hud = Hud(window=True)
-    source = _source(args)
     session = CollectionSession(config, source, hud=hud,
                                 seed=args.seed if args.device == "expert" else None)  # fmt: skip
     print(f"session {session.session_id}: {args.device} on {args.track} ({args.surface}, "

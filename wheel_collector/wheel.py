@@ -31,7 +31,7 @@ from wheel_collector.commands import (
 from wheel_collector.profiles import GENERIC, WheelProfile, is_sdl_guid, select_profile
 from wheel_collector.store import CalibrationStore
 
-__all__ = ["RECONNECT_POLICIES", "WheelInput"]
+__all__ = ["RECONNECT_POLICIES", "WheelInput", "describe_joysticks"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -42,6 +42,25 @@ RECONNECT_POLICIES = ("same", "any")
 def _clamp(value: float) -> float:
     """Clamp a raw axis value to [-1, 1] (SDL reports int16 -32768 as -1.0000305)."""
     return min(max(float(value), -1.0), 1.0)
+
+
+def describe_joysticks(pg: Any) -> list[str]:
+    """One line per joystick SDL sees now: ``'name' (GUID ..., N axes, M buttons)``.
+
+    Args:
+        pg: the initialised pygame module (joystick subsystem running).
+    """
+    lines = []
+    for index in range(pg.joystick.get_count()):
+        try:
+            js = pg.joystick.Joystick(index)
+            js.init()
+        except pg.error as exc:  # vanished meanwhile or not openable
+            lines.append(f"device {index}: cannot be opened ({exc})")
+            continue
+        lines.append(f"{js.get_name()!r} (GUID {js.get_guid()}, {js.get_numaxes()} axes, "
+                     f"{js.get_numbuttons()} buttons)")  # fmt: skip
+    return lines
 
 
 class WheelInput:
@@ -93,6 +112,29 @@ class WheelInput:
         self._connect_first_present()
 
     # -- public state ----------------------------------------------------------------------------
+
+    def require_connected(self, *, hint: str = "") -> None:
+        """Raise :class:`ConfigError` at once if no wheel is connected, listing what SDL sees.
+
+        For front ends that must not start without a wheel (``s3 collect --device wheel``); the
+        input itself keeps waiting for a hot-plug otherwise.
+
+        Args:
+            hint: what the user can do instead, appended to the message.
+        """
+        if self._status is InputStatus.CONNECTED:
+            return
+        seen = describe_joysticks(self._pg)
+        wanted = f" matching {self._device_filter!r}" if self._device_filter else ""
+        listing = (
+            f"SDL sees {len(seen)} joystick(s): " + "; ".join(seen)
+            if seen
+            else "SDL sees no joysticks at all"
+        )
+        raise ConfigError(
+            f"no usable racing wheel{wanted} is connected ({listing}). Plug the wheel in (check "
+            f"its USB cable, driver and /dev/input permissions) and run again{hint}"
+        )
 
     @property
     def status(self) -> InputStatus:

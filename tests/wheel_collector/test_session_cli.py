@@ -98,3 +98,29 @@ def test_sigkill_during_a_session(tmp_path: Path) -> None:
     assert result.rows == ds.num_samples >= durable
     np.testing.assert_allclose(np.diff(ds.columns["t"].numpy()), 0.05, atol=1e-6)
     assert ds.episodes[0].meta.extra["recovered"] is True
+
+
+def test_wheel_without_a_wheel_fails_at_once(
+    pg, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--device wheel` with no wheel: exit 2 within seconds, naming the fix, nothing recorded."""
+    argv = ["--standin", "--device", "wheel", "--duration", "300", "--out", str(tmp_path),
+            "--no-hud"]  # fmt: skip
+    start = time.monotonic()
+    assert cli.main(argv) == 2
+    assert time.monotonic() - start < 10.0, "it must not drive 300 s on safe controls"
+    err = capsys.readouterr().err
+    assert "SDL sees no joysticks" in err and "--device keyboard" in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_wheel_filter_lists_the_joysticks_sdl_sees(
+    g29, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `--wheel` filter that matches nothing lists the devices that are there."""
+    argv = ["--standin", "--device", "wheel", "--wheel", "Fanatec", "--out", str(tmp_path),
+            "--no-hud"]  # fmt: skip
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "matching 'Fanatec'" in err and "SDL sees 1 joystick(s)" in err
+    assert "Logitech G29" in err and "--device keyboard" in err
