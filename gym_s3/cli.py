@@ -12,6 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from gym_s3.cli_parser import S3ArgumentParser
 from gym_s3.errors import S3Error
 
 #: subcommand modules, in the order they appear in ``s3 --help``
@@ -29,13 +30,12 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``s3`` parser with every registered subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = S3ArgumentParser(
         prog="s3",
         description=(
             "Sim2Sim2Sim: distil a high-fidelity driving simulator into fast batched dynamics, "
             "train PPO in the distilled environment and validate in the high-fidelity one."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     from gym_s3 import __version__
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def progress_bar(*, enabled: bool = True, console: Any = None) -> Any:
+def progress_bar(*, enabled: bool = True, console: Any = None, transient: bool = False) -> Any:
     """A ``rich.progress.Progress``: description, bar, done/total, elapsed and remaining time.
 
     Use it as a context manager (or ``start()``/``stop()``) and ``add_task(description,
@@ -14,6 +14,7 @@ def progress_bar(*, enabled: bool = True, console: Any = None) -> Any:
     Args:
         enabled: show the bar.
         console: a ``rich.console.Console`` to draw on (default: stdout).
+        transient: remove the bar when it stops (for a bar per item followed by a summary line).
     """
     from rich.progress import (
         BarColumn,
@@ -32,4 +33,5 @@ def progress_bar(*, enabled: bool = True, console: Any = None) -> Any:
         TimeRemainingColumn(),
         console=console,
         disable=not enabled,
+        transient=transient,
     )

@@ -17,6 +17,7 @@ def register(subparsers: Any) -> None:
 
 def _register_train(subparsers: Any) -> None:
     """Add ``s3 train`` (one option per tunable :class:`PPOConfig` field)."""
+    from gym_s3.cli_parser import preset_values
     from policies.config import PRESETS, PPOConfig
 
     p = subparsers.add_parser(
@@ -43,7 +44,7 @@ def _register_train(subparsers: Any) -> None:
     defaults = PPOConfig()
     helps = {
         "backend": "dynamics backend to train in (bicycle, ddm, trans, dytr)",
-        "dynamics_checkpoint": "dynamics checkpoint path (default: the shipped one of the backend)",
+        "dynamics_checkpoint": "dynamics checkpoint path (none: the shipped one of the backend)",
         "obs_mode": "observation mode: default or oracle",
         "num_envs": "cars simulated in parallel",
         "rollout_steps": "steps per car per batch [steps of 50 ms]",
@@ -66,10 +67,11 @@ def _register_train(subparsers: Any) -> None:
         if kind is bool:
             kind = int
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None,
-                       help=f"{text} (preset value if omitted)")  # fmt: skip
+                       help=f"{text}; {preset_values(PRESETS, name)}")  # fmt: skip
     p.add_argument("--logs", nargs="+", default=None, metavar="PATH",
                    help="driving logs (dataset folders or episode files) whose expert "
-                   "trajectories join the scenario pool (preset value if omitted)")  # fmt: skip
+                   "trajectories join the scenario pool; "
+                   + preset_values(PRESETS, "logs"))  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--ship", action="store_true",
                    help="also save the final policy as policies/assets/<preset>.{json,safetensors} "

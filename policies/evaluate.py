@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from gym_s3.progress import progress_bar
 from policies.checkpoint import Policy
 
 #: Metrics reported per run, with units (keys of the task's ``episode/*`` infos).
@@ -118,6 +119,7 @@ def run_episode(
     seed: int = 0,
     render_every: int = 0,
     max_steps: int | None = None,
+    progress: bool = False,
 ) -> RunResult:
     """Drive one episode of a single-car env with the deterministic policy.
 
@@ -129,6 +131,7 @@ def run_episode(
         seed: reset seed.
         render_every: keep an ``rgb_array`` frame every this many steps (0: none).
         max_steps: stop early after this many steps.
+        progress: show a progress bar of the lap's steps while it runs (removed at the end).
     """
     t0 = time.perf_counter()
     obs, _ = env.reset(seed=seed)
@@ -138,10 +141,16 @@ def run_episode(
     info: dict[str, Any] = {}
     truncated = False
     step = 0
+    total = _step_cap(env, max_steps)
+    what = " ".join(f"{k}={v}" for k, v in condition.items())
+    bar = progress_bar(enabled=progress, transient=True)
+    lap = bar.add_task(f"{env_name} {what}", total=total)
+    bar.start()
     while True:
         action = policy.act(np.asarray(obs, dtype=np.float32)[None])[0]
         obs, _, terminated, truncated, info = env.step(action)
         step += 1
+        bar.update(lap, advance=1)
         traj.append((float(info["x"]), float(info["y"])))
         cte.append(float(info["cross_track_error"]))
         s.append(float(info["s"]))
@@ -153,6 +162,7 @@ def run_episode(
                 frames.append(frame)
         if terminated or truncated or (max_steps is not None and step >= max_steps):
             break
+    bar.stop()
     metrics = {k: float(info[f"episode/{k}"]) for k in METRICS}
     return RunResult(
         env=env_name,
@@ -169,6 +179,13 @@ def run_episode(
         reference=getattr(env.unwrapped, "reference", None),
         layout=getattr(env.unwrapped, "layout", None),
     )
+
+
+def _step_cap(env: Any, max_steps: int | None) -> int | None:
+    """Most steps an episode of ``env`` can take (its time limit or ``max_steps``), if known."""
+    task = getattr(getattr(env.unwrapped, "config", None), "task", None)
+    caps = [c for c in (getattr(task, "max_episode_steps", None), max_steps) if c is not None]
+    return min(caps) if caps else None
 
 
 @contextmanager
@@ -279,6 +296,7 @@ def drive_laps(
             try:
                 res = run_episode(env, policy, env_name=env_name, seed=seed,
                                   render_every=render_every, max_steps=max_steps,
+                                  progress=progress,
                                   condition={"track": track, "surface": surface,
                                              "ice_patches": patches})  # fmt: skip
             finally:

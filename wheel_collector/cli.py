@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from gym_s3.cli_parser import S3ArgumentParser
 from gym_s3.errors import ConfigError, S3Error
 
 DESCRIPTION = (
@@ -224,7 +225,7 @@ def run_collect(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m wheel_collector``: the same options as ``s3 collect``."""
-    parser = argparse.ArgumentParser(
+    parser = S3ArgumentParser(
         prog="python -m wheel_collector",
         description=DESCRIPTION,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from gym_s3.beamng.protocol import PROTOCOL_VERSION
+from gym_s3.cli_parser import S3ArgumentParser
 from gym_s3.errors import ConfigError, S3Error
 
 #: BeamNG.tech's usual GE port
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m gym_s3.beamng.cli``."""
-    parser = argparse.ArgumentParser(
+    parser = S3ArgumentParser(
         prog="python -m gym_s3.beamng.cli",
         description=f"{BANNER}: serve BeamNG's protocol with the project's vehicle physics.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

@@ -18,6 +18,9 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     """Add the ``data`` command (``generate``, ``summary``, ``validate``, ``recover``)."""
+    from gym_s3.cli_parser import preset_values
+    from gym_s3.data.generate_config import PRESETS
+
     fmt = argparse.ArgumentDefaultsHelpFormatter
     parser = subparsers.add_parser(
         "data",
@@ -43,21 +46,35 @@ def register(subparsers: Any) -> None:
         "--cars",
         type=int,
         default=None,
-        help="cars driven at once per wave [count] (preset value if omitted)",
+        help=f"cars driven at once per wave [count]; {preset_values(PRESETS, 'cars')}",
     )
-    gen.add_argument("--waves", type=int, default=None, help="number of waves [count]")
     gen.add_argument(
-        "--episode-seconds", type=float, default=None, dest="episode_s", help="longest episode [s]"
+        "--waves",
+        type=int,
+        default=None,
+        help=f"number of waves [count]; {preset_values(PRESETS, 'waves')}",
+    )
+    gen.add_argument(
+        "--episode-seconds",
+        type=float,
+        default=None,
+        dest="episode_s",
+        help=f"longest episode [s]; {preset_values(PRESETS, 'episode_s')}",
     )
     gen.add_argument(
         "--procedural",
         type=int,
         default=None,
         dest="procedural_tracks",
-        help="number of procedural circuits [count]",
+        help="number of procedural circuits [count]; "
+        + preset_values(PRESETS, "procedural_tracks"),
     )
     gen.add_argument(
-        "--towns", type=int, default=None, dest="town_routes", help="number of town routes [count]"
+        "--towns",
+        type=int,
+        default=None,
+        dest="town_routes",
+        help=f"number of town routes [count]; {preset_values(PRESETS, 'town_routes')}",
     )
     gen.add_argument(
         "--threads",

@@ -9,7 +9,8 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     """Add ``s3 pipeline`` to the command line."""
-    from policies.pipeline.run import PRESETS
+    from gym_s3.cli_parser import preset_values
+    from policies.pipeline.run import PRESETS, QUICK_DURATION
 
     p = subparsers.add_parser(
         "pipeline",
@@ -23,8 +24,8 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--preset", default="quick", choices=sorted(PRESETS),
-                   help="quick: < 20 min on a 2-core CPU, trains the bicycle, a short DDM and one "
-                   "short PPO policy and uses the shipped checkpoints for the rest; full: "
+                   help=f"quick: {QUICK_DURATION}; trains the bicycle, a short DDM and one "
+                   "5-minute PPO policy and uses the shipped checkpoints for the rest; full: "
                    "everything from scratch (meant for a GPU); tiny: seconds, for tests",
                    )  # fmt: skip
     p.add_argument(
@@ -38,25 +39,37 @@ def register(subparsers: Any) -> None:
         "--ppo-seconds",
         type=float,
         default=None,
-        help="wall-clock budget of each PPO run [s] (preset value if omitted)",
+        help="wall-clock budget of each PPO run [s]; "
+        + preset_values(
+            {
+                k: {"budget": c.ppo_preset_overrides.get("time_budget_s")}
+                for k, c in PRESETS.items()
+            },
+            "budget",
+        )  # fmt: skip
+        + " (none: the PPO preset's frame count decides)",
     )
     p.add_argument(
         "--eval-max-steps",
         type=int,
         default=None,
-        help="cap on each validation run [steps of 50 ms] (preset value if omitted)",
+        help="cap on each validation run [steps of 50 ms]; "
+        + preset_values(PRESETS, "eval_max_steps")
+        + " (none: full laps)",
     )
     p.add_argument(
         "--distill",
         default=None,
         help="comma-separated backends to distil in this run (bicycle, ddm, trans, dytr); the "
-        "others use the shipped checkpoints; 'none' for none (preset value if omitted)",
+        "others use the shipped checkpoints; 'none' for none; "
+        + preset_values(PRESETS, "distill_backends"),
     )
     p.add_argument(
         "--policies",
         default=None,
         help="comma-separated policies to train in this run (bicycle, ddm, trans, dytr, oracle); "
-        "the others use the shipped policies; 'none' for none (preset value if omitted)",
+        "the others use the shipped policies; 'none' for none; "
+        + preset_values(PRESETS, "policy_backends"),
     )
     p.add_argument(
         "--device",

@@ -101,7 +101,10 @@ class PipelineConfig:
         return json.loads(json.dumps(asdict(self), default=list))
 
 
-#: ``quick`` (default): under 20 minutes on a 2-core CPU. It generates a small dataset, fits the
+#: How long the ``quick`` preset takes, as ``s3 pipeline --help`` and the README state it.
+QUICK_DURATION = "about 8 minutes on an idle 2-core CPU, 5 of them the PPO time budget"
+
+#: ``quick`` (default): :data:`QUICK_DURATION`. It generates a small dataset, fits the
 #: bicycle and trains a short DDM, trains one short PPO policy on the DDM and uses the shipped
 #: checkpoints for everything else; evaluation drives the first 40 s of a lap on asphalt with and
 #: without ice patches. ``full``: everything from scratch with the shipped-checkpoint recipes and
