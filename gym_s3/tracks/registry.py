@@ -123,6 +123,11 @@ _BUILDERS: dict[str, Callable[[str, dict[str, Any]], ReferencePath]] = {
 }
 
 
+#: track kinds built by the package's own deterministic generators (cached on disk, see
+#: :mod:`gym_s3.tracks.cache`); file-based tracks are read from their files every time
+_GENERATED = ("putnam", "procedural", "town")
+
+
 def get_track(name: str, **kwargs: Any) -> ReferencePath:
     """Build the track called ``name``.
 
@@ -142,6 +147,11 @@ def get_track(name: str, **kwargs: Any) -> ReferencePath:
         forms = ", ".join(k.pattern for k in TRACK_KINDS)
         raise ConfigError(f"unknown track '{name}'; valid names: {forms}")
     try:
+        if kind in _GENERATED:
+            from gym_s3.tracks.cache import cached_track
+
+            return cached_track(f"{kind}:{arg.strip()}", kwargs,
+                                lambda: builder(arg.strip(), kwargs))  # fmt: skip
         return builder(arg.strip(), kwargs)
     except TypeError as exc:
         if "unexpected keyword argument" not in str(exc):
