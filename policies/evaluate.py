@@ -44,6 +44,8 @@ def describe_condition(condition: dict[str, Any]) -> str:
         text += f" +{c['ice_patches']} ice"
     if c.get("track", "putnam") != "putnam":
         text = f"{c['track']}: {text}"
+    if "seed" in c:
+        text += f" (seed {c['seed']})"
     return text
 
 

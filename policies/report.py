@@ -19,6 +19,8 @@ def run_tag(result: RunResult) -> str:
         parts.append(f"p{c['ice_patches']}")
     if "label" in c:
         parts.append(str(c["label"]))
+    if "seed" in c:
+        parts.append(f"s{c['seed']}")
     return "_".join(parts)
 
 

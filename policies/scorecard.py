@@ -3,7 +3,9 @@
 The paper's point: predictive accuracy alone does not rank a dynamics model as an RL training
 environment; what matters is how the policy trained inside it drives the high-fidelity simulator.
 The scorecard puts both on one row per backend and ranks the backends by each, so a reader sees
-whether the rankings agree.
+whether the rankings agree. Policy quality is a mean over several runs with a 95 % confidence
+interval, and a rank difference (or a disagreement between the rankings) is only claimed where
+the intervals separate: two policies 5 m apart in a 40 s window are not ranked.
 
 Inputs are the JSON files the other stages write: ``evaluation.json`` of ``s3 distill evaluate``
 (open-loop errors) and ``results.json`` of ``s3 evaluate`` for each backend's policy.
@@ -24,22 +26,47 @@ from gym_s3.errors import DataFormatError
 OPEN_LOOP_COLUMNS: tuple[tuple[str, int], ...] = (("position", 20), ("position", 60))
 
 
-def policy_quality(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Aggregate the evaluation runs of one policy.
+#: two-sided 95 % Student-t quantiles by degrees of freedom (1..30); 1.96 beyond
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and half-width of its 95 % confidence interval (Student t; ``inf`` for n < 2).
 
     Args:
-        runs: entries of ``results.json["runs"]`` (``metrics`` and ``terminated_by`` each).
+        values: one number per independent run.
+    """
+    n = len(values)
+    if n == 0:
+        return float("nan"), float("inf")
+    mean = sum(values) / n
+    if n < 2:
+        return mean, float("inf")
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    t = _T95[n - 2] if n - 1 <= len(_T95) else 1.96
+    return mean, t * math.sqrt(var / n)
+
+
+def policy_quality(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Aggregate the evaluation runs of one policy, with 95 % confidence intervals.
+
+    Args:
+        runs: entries of ``results.json["runs"]`` (``metrics`` and ``terminated_by`` each), one
+            per independent run (condition x seed).
 
     Returns:
-        mean completion, mean cross-track error [m], runs completed and runs failed.
+        mean completion and its CI half-width ``completion_ci``, mean cross-track error [m] and
+        ``cte_mean_ci``, runs completed, runs failed and the number of runs.
     """
-    if not runs:
-        return {"completion": 0.0, "cte_mean": float("nan"), "completed": 0, "failed": 0}
-    comp = [r["metrics"]["completion"] for r in runs]
-    cte = [r["metrics"]["cte_mean"] for r in runs]
+    completion, completion_ci = mean_ci([r["metrics"]["completion"] for r in runs])
+    cte, cte_ci = mean_ci([r["metrics"]["cte_mean"] for r in runs])
     return {
-        "completion": sum(comp) / len(comp),
-        "cte_mean": sum(cte) / len(cte),
+        "completion": 0.0 if not runs else completion,
+        "completion_ci": completion_ci,
+        "cte_mean": cte,
+        "cte_mean_ci": cte_ci,
         "completed": sum(r["terminated_by"] == "completed" for r in runs),
         "failed": sum(r["terminated_by"] in ("off_track", "spin_out", "non_finite") for r in runs),
         "runs": len(runs),
@@ -52,14 +79,40 @@ def _ranks(keys: Mapping[str, tuple[float, ...]]) -> dict[str, int]:
     return {name: i + 1 for i, name in enumerate(order)}
 
 
+def separated(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two ``(mean, CI half-width)`` intervals do not overlap."""
+    return abs(a[0] - b[0]) > a[1] + b[1]
+
+
+def _policy_better(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether ``a``'s policy is better than ``b``'s beyond the confidence intervals.
+
+    Better completion decides when the completion intervals separate; with overlapping
+    completion, a smaller cross-track error decides when those intervals separate.
+    """
+    ca, cb = (a["completion"], a["completion_ci"]), (b["completion"], b["completion_ci"])
+    if separated(ca, cb):
+        return ca[0] > cb[0]
+    ea, eb = (a["cte_mean"], a["cte_mean_ci"]), (b["cte_mean"], b["cte_mean_ci"])
+    return separated(ea, eb) and ea[0] < eb[0]
+
+
 def build_scorecard(
-    open_loop: Mapping[str, Any], policy_runs: Mapping[str, Sequence[Mapping[str, Any]]]
+    open_loop: Mapping[str, Any],
+    policy_runs: Mapping[str, Sequence[Mapping[str, Any]]],
+    *,
+    budgets: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per backend with open-loop errors, policy quality and both rankings.
+
+    The policy rank of a backend is 1 + the number of backends whose policy is better beyond
+    the 95 % confidence intervals (:func:`_policy_better`), so policies that the runs cannot
+    tell apart share a rank.
 
     Args:
         open_loop: the ``evaluation.json`` report of ``s3 distill evaluate``.
         policy_runs: backend -> its policy's evaluation runs in the high-fidelity simulator.
+        budgets: backend -> how its policy was trained (frames, wall time, where), shown as is.
 
     Returns:
         rows in the backend order of the open-loop report, for the backends whose policy was
@@ -78,39 +131,76 @@ def build_scorecard(
             value = res["all"][metric].get(str(h))
             row[f"{metric}@{h}"] = float("nan") if value is None else float(value)
         row.update(policy_quality(policy_runs.get(backend, ())))
+        row["training"] = (budgets or {}).get(backend, "")
         rows.append(row)
     acc = _ranks({r["backend"]: (-r["position@20"],) for r in rows})
-    # policy quality: completion first, then the smaller cross-track error (NaN: no runs)
-    qual = _ranks({r["backend"]: (r["completion"], -r["cte_mean"] if math.isfinite(r["cte_mean"])
-                                  else -math.inf) for r in rows})  # fmt: skip
     for r in rows:
         r["rank_accuracy"] = acc[r["backend"]]
-        r["rank_policy"] = qual[r["backend"]]
+        r["rank_policy"] = 1 + sum(_policy_better(o, r) for o in rows if o is not r)
     return rows
 
 
+def _pm(mean: float, half: float, fmt: str) -> str:
+    """``mean ± half`` (``mean (n < 2)`` when there is no interval)."""
+    if not math.isfinite(half):
+        return f"{mean:{fmt}} (no CI)"
+    return f"{mean:{fmt}} ± {half:{fmt}}"
+
+
+def ranking_verdict(rows: Sequence[Mapping[str, Any]]) -> str:
+    """What the card can say about the two rankings without reading noise as a difference.
+
+    A disagreement is claimed only for a pair whose policies differ beyond their confidence
+    intervals in the direction opposite to their open-loop accuracy.
+    """
+    if len(rows) < 2:
+        return "Only one backend's policy was evaluated: no ranking to compare."
+    flips = [
+        (a["backend"], b["backend"])
+        for a in rows
+        for b in rows
+        if a["position@20"] < b["position@20"] and _policy_better(b, a)
+    ]
+    agree = [
+        (a["backend"], b["backend"])
+        for a in rows
+        for b in rows
+        if a["position@20"] < b["position@20"] and _policy_better(a, b)
+    ]
+    if flips:
+        pairs = ", ".join(f"{b} over {a}" for a, b in flips)
+        return ("Open-loop accuracy and policy quality rank some backends differently beyond "
+                f"the 95 % intervals ({pairs}: the less accurate model trained the better "
+                "policy).")  # fmt: skip
+    if agree:
+        return (
+            "Where the policies differ beyond the 95 % intervals, the more accurate model "
+            "trained the better policy; the other pairs cannot be told apart by these runs."
+        )
+    return ("The policies cannot be told apart by these runs (their 95 % intervals overlap): "
+            "this run says nothing about whether accuracy ranks the backends as training "
+            "environments. Evaluate more seeds or episodes.")  # fmt: skip
+
+
 def scorecard_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The scorecard as a Markdown table."""
+    """The scorecard as a Markdown table (means ± 95 % CI half-widths) and its verdict."""
     head = (
         "| backend | position err @20 [m] | position err @60 [m] | policy completion | "
-        "policy cte [m] | completed / failed runs | rank by accuracy | rank by policy |"
+        "policy cte [m] | runs (completed / failed) | policy trained | rank by accuracy | "
+        "rank by policy |"
     )
-    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
             f"| {r['backend']} | {r['position@20']:.3f} | {r['position@60']:.3f} | "
-            f"{r['completion']:.2f} | {r['cte_mean']:.2f} | {r['completed']} / {r['failed']} | "
+            f"{_pm(r['completion'], r['completion_ci'], '.2f')} | "
+            f"{_pm(r['cte_mean'], r['cte_mean_ci'], '.2f')} | "
+            f"{r['runs']} ({r['completed']} / {r['failed']}) | {r.get('training') or '-'} | "
             f"{r['rank_accuracy']} | {r['rank_policy']} |"
         )
-    lines.append("")
-    if len(rows) < 2:
-        lines.append("Only one backend's policy was evaluated: no ranking to compare.")
-    elif all(r["rank_accuracy"] == r["rank_policy"] for r in rows):
-        lines.append("Open-loop accuracy and policy quality rank the backends the same way.")
-    else:
-        lines.append("Open-loop accuracy and policy quality rank the backends differently: "
-                     "prediction accuracy alone does not rank a backend as a training "
-                     "environment.")  # fmt: skip
+    lines += ["", "Policy columns: mean over the evaluation runs ± the half-width of its 95 % "
+              "confidence interval (Student t). Policies share a rank unless their intervals "
+              "separate.", "", ranking_verdict(rows)]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

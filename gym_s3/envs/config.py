@@ -114,13 +114,30 @@ class ScenarioConfig:
         return replace(self, labels=(), match="any")
 
 
+#: backend of ``gym.make("S3Distilled-v0")`` without ``backend``/``checkpoint``: the shipped DDM,
+#: a learned model of the high-fidelity dynamics (the bicycle baseline does not carry over)
+DEFAULT_BACKEND = "ddm"
+
+
+def _default_backend(checkpoint: str | None) -> str:
+    """The backend named in ``checkpoint``'s JSON sidecar, or :data:`DEFAULT_BACKEND`."""
+    if checkpoint is None:
+        return DEFAULT_BACKEND
+    from gym_s3.checkpoints import read_sidecar
+
+    name = read_sidecar(checkpoint).get("meta", {}).get("backend")
+    return name if isinstance(name, str) else DEFAULT_BACKEND
+
+
 @dataclass(frozen=True, eq=False)
 class DistilledConfig:
     """Everything that defines an ``S3Distilled-v0`` environment.
 
     Attributes:
         backend: a registered backend name (``"bicycle"``, ``"ddm"``, ``"trans"``, ``"dytr"``) or
-            a :class:`~gym_s3.dynamics.DynamicsBackend` instance.
+            a :class:`~gym_s3.dynamics.DynamicsBackend` instance; ``None`` (default): the
+            backend of ``checkpoint`` when one is given, else :data:`DEFAULT_BACKEND` (the
+            shipped DDM, a learned model of the stand-in's dynamics).
         checkpoint: path of a dynamics checkpoint to load (its backend must match ``backend``
             when a name is given); ``None`` loads the checkpoint shipped for that backend (the
             bicycle without one uses its default parameters).
@@ -138,7 +155,7 @@ class DistilledConfig:
             synchronisation, for GPU training loops).
     """
 
-    backend: Any = "bicycle"
+    backend: Any = None
     checkpoint: str | None = None
     device: str = "cpu"
     dtype: str = "float32"
@@ -151,6 +168,8 @@ class DistilledConfig:
     def __post_init__(self) -> None:
         from gym_s3.dynamics import DynamicsBackend
 
+        if self.backend is None:
+            object.__setattr__(self, "backend", _default_backend(self.checkpoint))
         if not isinstance(self.backend, str | DynamicsBackend):
             raise ConfigError(
                 "backend must be a registered backend name or a DynamicsBackend instance, "
@@ -204,6 +223,8 @@ class DistilledConfig:
             ConfigError: for an unknown argument (the message lists the valid ones).
         """
         base = config if config is not None else DistilledConfig()
+        if config is None and kwargs.get("checkpoint") is not None and "backend" not in kwargs:
+            kwargs["backend"] = None  # a checkpoint alone: its own backend, not the default
         task_kw = {k: kwargs.pop(k) for k in _TASK_SHORTCUTS if k in kwargs}
         scen_kw = {_SCENARIO_SHORTCUTS[k]: kwargs.pop(k) for k in list(kwargs) if k in
                    _SCENARIO_SHORTCUTS}  # fmt: skip

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,20 +42,64 @@ def _per_surface_table(report: Mapping[str, Any], horizon: str = "20") -> str:
 
 
 def _policy_table(results: Mapping[str, str]) -> str:
+    """One row per evaluation run; patch runs identical to the lap without patches are marked."""
     lines = ["| policy | condition | end | completion | cte mean [m] | cte max [m] | heading [rad] "
              "| speed err [m/s] | smoothness | off-track [steps] |",
              "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    unreached = 0
     for name, path in results.items():
-        for run in _read(path)["runs"]:
+        runs = _read(path)["runs"]
+        plain = {r["condition"].get("surface"): r["metrics"] for r in runs
+                 if not r["condition"].get("ice_patches")}  # fmt: skip
+        for run in runs:
             m = run["metrics"]
             cond = describe_condition(run["condition"])
+            if (
+                run["condition"].get("ice_patches")
+                and plain.get(run["condition"].get("surface")) == m
+            ):
+                cond += " (no patch reached)"
+                unreached += 1
             lines.append(
                 f"| {name} | {cond} | {run['terminated_by']} | {m['completion']:.2f} | "
                 f"{m['cte_mean']:.2f} | {m['cte_max']:.2f} | {m['heading_error_mean']:.3f} | "
                 f"{m['speed_error_mean']:.2f} | {m['action_smoothness']:.4f} | "
                 f"{m['off_track_steps']:.0f} |"
             )
+    if unreached:
+        lines += [
+            "",
+            f"{unreached} run(s) with ice patches are marked *no patch reached*: their metrics "
+            "equal the same policy's lap without patches, because the patches were placed along "
+            "the whole lap and the car never got to one within the evaluated window "
+            "(`eval_max_steps`). They measure nothing about ice.",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def training_budget(name: str, train: Mapping[str, Any]) -> str:
+    """How policy ``name`` was trained: frames, wall time and where (this run or shipped).
+
+    Args:
+        name: policy name.
+        train: the train stage's result (``policies``: name -> checkpoint; ``trained``: the
+            policies trained in this run with ``frames`` and ``wall_s``).
+    """
+    done = train.get("trained", {}).get(name)
+    if done is not None:
+        return f"{done['frames'] / 1e6:.1f} M frames, {done['wall_s']:.0f} s, in this run"
+    try:
+        from gym_s3.checkpoints import read_sidecar
+
+        meta = read_sidecar(train["policies"][name]).get("meta", {}).get("training", {})
+    except Exception:  # noqa: BLE001 - an unreadable sidecar only loses this cell
+        return "shipped (budget unknown)"
+    frames, wall = meta.get("frames"), meta.get("wall_s")
+    if frames is None:
+        return "shipped (budget unknown)"
+    where = meta.get("device", "?")
+    wall_text = f", {wall / 60:.0f} min on {where}" if wall is not None else ""
+    return f"{frames / 1e6:.1f} M frames{wall_text}, shipped"
 
 
 def _speedup_table(speed: Mapping[str, Any]) -> str:
@@ -78,6 +121,39 @@ def _images(folder: Path, root: Path) -> list[str]:
     ]
 
 
+#: what each kind of figure shows, by the start of its file name
+_FIGURE_KINDS = {
+    "trajectory": "driven line over the track and its surfaces",
+    "errors": "cross-track error and speed against the target along the lap",
+    "run": "animation of the run (top-down view)",
+    "labels": "share of the route covered and mean cross-track error per scenario label",
+}
+
+
+def figure_caption(image: str) -> str:
+    """A caption for a report figure from its path, e.g. ``evaluate/ddm/errors_asphalt_p4_s1.png``.
+
+    Evaluation figures name the policy, the condition (surface, ice patches, patch seed) and
+    what is plotted; distillation figures name their file.
+    """
+    parts = Path(image).parts
+    stem = Path(image).stem
+    if parts[0] != "evaluate" or len(parts) < 3:
+        return f"Distillation figure: {stem.replace('_', ' ')}."
+    kind, _, tag = stem.partition("_")
+    what = _FIGURE_KINDS.get(kind, kind.replace("_", " "))
+    condition = []
+    for token in tag.split("_"):
+        if token.startswith("p") and token[1:].isdigit():
+            condition.append(f"{token[1:]} ice patches" if token != "p0" else "no ice patches")
+        elif token.startswith("s") and token[1:].isdigit():
+            condition.append(f"patch seed {token[1:]}")
+        elif token:
+            condition.append(token)
+    where = f" ({', '.join(condition)})" if condition else ""
+    return f"Policy '{parts[1]}' in S3BeamNG-v0 on the open stand-in{where}: {what}."
+
+
 def write_report(
     root: Path, config: PipelineConfig, outcomes: Mapping[str, StageOutcome], *, wall_s: float
 ) -> Path:
@@ -87,7 +163,8 @@ def write_report(
     speed = outcomes["speedup"].result
     open_loop = _read(distill["open_loop"])
     policy_runs = {name: _read(path)["runs"] for name, path in evaluation["results"].items()}
-    score = build_scorecard(open_loop, policy_runs)
+    budgets = {name: training_budget(name, train) for name in policy_runs}
+    score = build_scorecard(open_loop, policy_runs, budgets=budgets)
     stage_lines = [
         f"| {o.name} | {'reused (inputs unchanged)' if o.skipped else f'ran in {o.wall_s:.0f} s'} "
         f"| `{o.key}` |"
@@ -129,6 +206,10 @@ def write_report(
         )  # fmt: skip
         + "; the others are the shipped policies.",
         "",
+        "| policy | training budget |",
+        "|---|---|",
+        *(f"| {name} | {budget} |" for name, budget in budgets.items()),
+        "",
         "## 4. Validation in S3BeamNG-v0 (open stand-in), Putnam Park",
         _policy_table(evaluation["results"]),
         "## 5. Backend scorecard",
@@ -137,8 +218,9 @@ def write_report(
         _speedup_table(speed),
         "## Figures",
     ]
-    for img in _images(root / "evaluate", root) + _images(root / "distill", root):
-        md.append(f"![{img}]({img})")
+    images = _images(root / "evaluate", root) + _images(root / "distill", root)
+    for number, img in enumerate(images):
+        md += [f"![{img}]({img})", "", f"*Figure {number + 1}. {figure_caption(img)}*", ""]
     text = "\n".join(md) + "\n"
     md_path = root / "report.md"
     md_path.write_text(text)
@@ -151,43 +233,12 @@ def write_report(
 
 
 def _to_html(markdown: str) -> str:
-    """Convert the report's own Markdown (headings, tables, images, paragraphs, bold, code)."""
-    import re
+    """The report's Markdown as an HTML page (CommonMark with tables, by ``markdown-it-py``)."""
+    from markdown_it import MarkdownIt
 
-    def inline(text: str) -> str:
-        text = html.escape(text)
-        text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
-        return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
-
-    out = ["<!doctype html><html><head><meta charset='utf-8'><title>Sim2Sim2Sim report</title>",
-           "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:"
-           "collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
-           "img{max-width:100%}</style></head><body>"]  # fmt: skip
-    in_table = False
-    for line in markdown.splitlines():
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if all(set(c) <= {"-"} for c in cells):
-                continue
-            if not in_table:
-                out.append("<table>")
-                in_table = True
-                out.append("<tr>" + "".join(f"<th>{inline(c)}</th>" for c in cells) + "</tr>")
-            else:
-                out.append("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in cells) + "</tr>")
-            continue
-        if in_table:
-            out.append("</table>")
-            in_table = False
-        if line.startswith("#"):
-            level = len(line) - len(line.lstrip("#"))
-            out.append(f"<h{level}>{inline(line.lstrip('#').strip())}</h{level}>")
-        elif line.startswith("!["):
-            src = line[line.index("(") + 1 : -1]
-            out.append(f"<p><img src='{html.escape(src)}' alt='{html.escape(src)}'></p>")
-        elif line.strip():
-            out.append(f"<p>{inline(line)}</p>")
-    if in_table:
-        out.append("</table>")
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+    body = MarkdownIt("commonmark").enable("table").render(markdown)
+    head = ("<!doctype html><html><head><meta charset='utf-8'><title>Sim2Sim2Sim report</title>"
+            "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-"
+            "collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+            "img{max-width:100%}</style></head><body>")  # fmt: skip
+    return f"{head}\n{body}</body></html>\n"

@@ -49,6 +49,9 @@ class PipelineConfig:
         eval_surfaces: base surfaces of the evaluation laps.
         eval_ice_patches: ice-patch counts of the evaluation laps.
         eval_max_steps: cap on the steps of each evaluation run (None: full lap).
+        eval_seeds: patch-placement seeds of the laps with ice patches (one run each); laps
+            without patches are deterministic and run once. The scorecard's confidence
+            intervals come from these runs.
         gif_every: keep a GIF frame every this many steps of the evaluation runs.
         fast_standin: compiled float32 stand-in physics for evaluation and the speed-up baseline
             (one-off compilation of up to a minute, then about 10x faster).
@@ -70,6 +73,7 @@ class PipelineConfig:
     eval_surfaces: tuple[str, ...] = ("asphalt", "asphalt_wet", "gravel", "snow", "ice")
     eval_ice_patches: tuple[int, ...] = (0, 4)
     eval_max_steps: int | None = None
+    eval_seeds: tuple[int, ...] = (0, 1, 2)
     gif_every: int = 4
     fast_standin: bool = True
     speedup_num_envs: int = 4096
@@ -152,6 +156,7 @@ PRESETS: dict[str, PipelineConfig] = {
         eval_surfaces=("asphalt",),
         eval_ice_patches=(2,),
         eval_max_steps=40,
+        eval_seeds=(0, 1),
         gif_every=10,
         fast_standin=False,
         speedup_num_envs=256,

@@ -127,15 +127,27 @@ def stage_evaluate(folder: Path, config: PipelineConfig, train: StageOutcome) ->
         checkpoint = train.result["policies"][name]
 
         def evaluate_one(out: Path, name: str = name, checkpoint: str = checkpoint) -> dict:
-            runs = evaluate_beamng(
-                load_policy(checkpoint),
-                surfaces=config.eval_surfaces,
-                ice_patches=config.eval_ice_patches,
-                seed=config.seed,
-                render_every=config.gif_every,
-                max_steps=config.eval_max_steps,
-                fast=config.fast_standin,
-            )
+            policy = load_policy(checkpoint)
+            runs = []
+            for k, seed in enumerate(config.eval_seeds):
+                # a lap without patches is the same for every seed: it runs once
+                patches = config.eval_ice_patches if k == 0 else [
+                    p for p in config.eval_ice_patches if p > 0]  # fmt: skip
+                if not patches:
+                    continue
+                seeded = evaluate_beamng(
+                    policy,
+                    surfaces=config.eval_surfaces,
+                    ice_patches=patches,
+                    seed=seed,
+                    render_every=config.gif_every if k == 0 else 0,
+                    max_steps=config.eval_max_steps,
+                    fast=config.fast_standin,
+                )
+                for run in seeded:
+                    if run.condition.get("ice_patches"):
+                        run.condition["seed"] = seed
+                runs += seeded
             write_evaluation(runs, out, title=f"policy '{name}' in S3BeamNG-v0 (open stand-in)")
             return {"results": str(out / "results.json")}
 

@@ -86,25 +86,75 @@ def _open_loop(errors: dict[str, float]) -> dict:
     }
 
 
-def _runs(completion: float, cte: float) -> list[dict]:
+def _runs(completion: float, cte: float, spread: float = 0.02, n: int = 4) -> list[dict]:
+    """``n`` runs whose completion and cte scatter by about ``spread`` around the given means."""
+    offsets = [spread * (k - (n - 1) / 2) for k in range(n)]
     end = "completed" if completion >= 1.0 else "off_track"
-    return [{"metrics": {"completion": completion, "cte_mean": cte}, "terminated_by": end}]
+    return [{"metrics": {"completion": completion + o, "cte_mean": cte + o}, "terminated_by": end}
+            for o in offsets]  # fmt: skip
 
 
 def test_scorecard_ranks_accuracy_and_policy_quality_separately():
     """The most accurate backend need not give the best policy; the card says so."""
     rows = build_scorecard(
         _open_loop({"bicycle": 0.4, "ddm": 0.05, "trans": 0.03}),
-        {"bicycle": _runs(0.2, 2.0), "ddm": _runs(1.0, 0.1), "trans": _runs(0.6, 0.3)},
+        {"bicycle": _runs(0.2, 2.0), "ddm": _runs(0.98, 0.1), "trans": _runs(0.6, 0.3)},
+        budgets={"ddm": "1.2 M frames, 300 s, this run"},
     )
     by = {r["backend"]: r for r in rows}
     assert by["trans"]["rank_accuracy"] == 1 and by["ddm"]["rank_policy"] == 1
-    assert by["bicycle"]["failed"] == 1 and by["ddm"]["completed"] == 1
-    assert "rank the backends differently" in scorecard_markdown(rows)
+    assert by["bicycle"]["failed"] == 4 and by["ddm"]["runs"] == 4
+    assert by["ddm"]["completion_ci"] < 0.05
+    text = scorecard_markdown(rows)
+    assert "rank some backends differently" in text and "ddm over trans" in text
+    assert "1.2 M frames, 300 s, this run" in text and "±" in text
+
+
+def test_scorecard_does_not_rank_noise():
+    """0.3225 vs 0.3208 completion with run-to-run scatter of 0.05: same rank, no conclusion."""
+    rows = build_scorecard(
+        _open_loop({"trans": 0.03, "dytr": 0.05}),
+        {"trans": _runs(0.3225, 1.0, spread=0.05), "dytr": _runs(0.3208, 0.9, spread=0.05)},
+    )
+    assert {r["rank_policy"] for r in rows} == {1}
+    text = scorecard_markdown(rows)
+    assert "cannot be told apart" in text and "rank some backends differently" not in text
+    single = {"trans": _runs(0.9, 0.1, n=1), "dytr": _runs(0.1, 2.0, n=1)}
+    one_run = build_scorecard(_open_loop({"trans": 0.03, "dytr": 0.05}), single)
+    assert {r["rank_policy"] for r in one_run} == {1}, "one run per backend gives no interval"
 
 
 def test_scorecard_leaves_out_backends_without_an_evaluated_policy():
     """Backends whose policy was not evaluated get no row (nothing to compare)."""
-    rows = build_scorecard(_open_loop({"bicycle": 0.4, "ddm": 0.05}), {"ddm": _runs(1.0, 0.1)})
+    rows = build_scorecard(_open_loop({"bicycle": 0.4, "ddm": 0.05}), {"ddm": _runs(0.99, 0.1)})
     assert [r["backend"] for r in rows] == ["ddm"]
     assert "no ranking to compare" in scorecard_markdown(rows)
+
+
+def test_report_marks_unreached_patches_captions_figures_and_renders_markdown(tmp_path):
+    """Patch runs equal to the plain lap are flagged; figures get captions; HTML has tables."""
+    import json
+
+    from policies.pipeline.report import _policy_table, _to_html, figure_caption
+
+    def run(patches: int, completion: float, seed: int | None = None) -> dict:
+        cond = {"track": "putnam", "surface": "asphalt", "ice_patches": patches}
+        if seed is not None:
+            cond["seed"] = seed
+        metrics = {"completion": completion, "cte_mean": 0.5, "cte_max": 1.0,
+                   "heading_error_mean": 0.01, "speed_error_mean": 1.0,
+                   "action_smoothness": 0.01, "off_track_steps": 0.0}  # fmt: skip
+        return {"condition": cond, "metrics": metrics, "terminated_by": "max_steps"}
+
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"runs": [run(0, 0.32), run(4, 0.32, 0), run(4, 0.25, 1)]}))
+    table = _policy_table({"ddm": str(path)})
+    assert table.count("(no patch reached)") == 1 and "1 run(s) with ice patches" in table
+    assert "asphalt +4 ice (seed 1) |" in table
+    caption = figure_caption("evaluate/ddm/errors_asphalt_p4_s1.png")
+    assert caption == ("Policy 'ddm' in S3BeamNG-v0 on the open stand-in (asphalt, 4 ice patches, "
+                       "patch seed 1): cross-track error and speed against the target along "
+                       "the lap.")  # fmt: skip
+    page = _to_html("# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![x](x.png)\n\n*Figure 1. c*\n")
+    assert "<table>" in page and "<td>1</td>" in page and '<img src="x.png"' in page
+    assert "<em>Figure 1. c</em>" in page
