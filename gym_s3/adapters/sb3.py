@@ -36,7 +36,6 @@ from typing import Any
 import gymnasium
 import numpy as np
 import torch
-from gymnasium.vector import AutoresetMode
 
 from gym_s3._optional import require
 
@@ -44,6 +43,7 @@ require("stable_baselines3", purpose="the Stable-Baselines3 adapter of S3Distill
 
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv  # noqa: E402
 
+from gym_s3.adapters._batch import same_step_batch_env  # noqa: E402
 from gym_s3.envs.distilled import S3DistilledBatchEnv  # noqa: E402
 from gym_s3.envs.faces import is_episode_key  # noqa: E402
 from gym_s3.errors import ConfigError  # noqa: E402
@@ -60,17 +60,7 @@ class S3DistilledSB3VecEnv(VecEnv):
     """
 
     def __init__(self, env: gymnasium.Env) -> None:
-        base = env.unwrapped
-        if not isinstance(base, S3DistilledBatchEnv):
-            raise ConfigError(
-                "the Stable-Baselines3 adapter wraps the batched S3Distilled-v0 env "
-                "(gym.make('S3Distilled-v0', num_envs=N) or make_sb3_env(num_envs=N))"
-            )
-        if base.autoreset_mode != AutoresetMode.SAME_STEP:
-            raise ConfigError(
-                "the Stable-Baselines3 adapter needs autoreset_mode=SAME_STEP "
-                "(SB3 restarts finished episodes inside step)"
-            )
+        base = same_step_batch_env(env, "Stable-Baselines3", "make_sb3_env")
         self.env = env
         self._base = base
         super().__init__(base.num_envs, base.single_observation_space, base.single_action_space)

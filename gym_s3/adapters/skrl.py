@@ -24,7 +24,6 @@ from typing import Any
 
 import gymnasium
 import torch
-from gymnasium.vector import AutoresetMode
 
 from gym_s3._optional import require
 
@@ -32,9 +31,9 @@ require("skrl", purpose="the skrl adapter of S3Distilled-v0")
 
 from skrl.envs.wrappers.torch import Wrapper  # noqa: E402
 
+from gym_s3.adapters._batch import same_step_batch_env  # noqa: E402
 from gym_s3.envs.distilled import S3DistilledBatchEnv  # noqa: E402
 from gym_s3.envs.faces import is_episode_key  # noqa: E402
-from gym_s3.errors import ConfigError  # noqa: E402
 
 
 class S3DistilledSkrlWrapper(Wrapper):
@@ -46,14 +45,7 @@ class S3DistilledSkrlWrapper(Wrapper):
     """
 
     def __init__(self, env: gymnasium.Env) -> None:
-        base = env.unwrapped
-        if not isinstance(base, S3DistilledBatchEnv):
-            raise ConfigError(
-                "the skrl adapter wraps the batched S3Distilled-v0 env "
-                "(gym.make('S3Distilled-v0', num_envs=N) or make_skrl_env)"
-            )
-        if base.autoreset_mode != AutoresetMode.SAME_STEP:
-            raise ConfigError("the skrl adapter needs autoreset_mode=SAME_STEP (skrl never resets)")
+        same_step_batch_env(env, "skrl", "make_skrl_env")
         super().__init__(env)
         self._obs: torch.Tensor | None = None
         self._info: dict[str, Any] = {}
