@@ -144,7 +144,7 @@ def run_episode(
     truncated = False
     step = 0
     total = _step_cap(env, max_steps)
-    what = " ".join(f"{k}={v}" for k, v in condition.items())
+    what = describe_condition(condition)
     bar = progress_bar(enabled=progress, transient=True)
     lap = bar.add_task(f"{env_name} {what}", total=total)
     bar.start()
