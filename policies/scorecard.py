@@ -49,17 +49,36 @@ def mean_ci(values: Sequence[float]) -> tuple[float, float]:
     return mean, t * math.sqrt(var / n)
 
 
+def distinct_runs(runs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The runs with duplicates (identical metrics) dropped.
+
+    The simulators are deterministic: a lap with ice patches the car never reached repeats the
+    lap without patches exactly. Counting such copies as separate samples would shrink the
+    confidence interval without any new evidence.
+    """
+    seen: set[tuple] = set()
+    out = []
+    for run in runs:
+        key = tuple(sorted(run["metrics"].items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(run)
+    return out
+
+
 def policy_quality(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Aggregate the evaluation runs of one policy, with 95 % confidence intervals.
 
     Args:
         runs: entries of ``results.json["runs"]`` (``metrics`` and ``terminated_by`` each), one
-            per independent run (condition x seed).
+            per run (condition x seed); runs with identical metrics count once
+            (:func:`distinct_runs`).
 
     Returns:
         mean completion and its CI half-width ``completion_ci``, mean cross-track error [m] and
-        ``cte_mean_ci``, runs completed, runs failed and the number of runs.
+        ``cte_mean_ci``, distinct runs completed, failed and in all (``runs``).
     """
+    runs = distinct_runs(runs)
     completion, completion_ci = mean_ci([r["metrics"]["completion"] for r in runs])
     cte, cte_ci = mean_ci([r["metrics"]["cte_mean"] for r in runs])
     return {
@@ -186,7 +205,7 @@ def scorecard_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     """The scorecard as a Markdown table (means ± 95 % CI half-widths) and its verdict."""
     head = (
         "| backend | position err @20 [m] | position err @60 [m] | policy completion | "
-        "policy cte [m] | runs (completed / failed) | policy trained | rank by accuracy | "
+        "policy cte [m] | distinct runs (completed / failed) | policy trained | rank by accuracy | "
         "rank by policy |"
     )
     lines = [head, "|---|---|---|---|---|---|---|---|---|"]
@@ -198,9 +217,10 @@ def scorecard_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
             f"{r['runs']} ({r['completed']} / {r['failed']}) | {r.get('training') or '-'} | "
             f"{r['rank_accuracy']} | {r['rank_policy']} |"
         )
-    lines += ["", "Policy columns: mean over the evaluation runs ± the half-width of its 95 % "
-              "confidence interval (Student t). Policies share a rank unless their intervals "
-              "separate.", "", ranking_verdict(rows)]  # fmt: skip
+    lines += ["", "Policy columns: mean over the distinct evaluation runs (identical runs, e.g. a "
+              "patch lap that never reached a patch, count once) ± the half-width of its 95 % "
+              "confidence interval (Student t; none with one run). Policies share a rank "
+              "unless their intervals separate.", "", ranking_verdict(rows)]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -87,7 +87,7 @@ def training_budget(name: str, train: Mapping[str, Any]) -> str:
     """
     done = train.get("trained", {}).get(name)
     if done is not None:
-        return f"{done['frames'] / 1e6:.1f} M frames, {done['wall_s']:.0f} s, in this run"
+        return f"{_frames(done['frames'])}, {done['wall_s']:.0f} s, in this run"
     try:
         from gym_s3.checkpoints import read_sidecar
 
@@ -99,7 +99,12 @@ def training_budget(name: str, train: Mapping[str, Any]) -> str:
         return "shipped (budget unknown)"
     where = meta.get("device", "?")
     wall_text = f", {wall / 60:.0f} min on {where}" if wall is not None else ""
-    return f"{frames / 1e6:.1f} M frames{wall_text}, shipped"
+    return f"{_frames(frames)}{wall_text}, shipped"
+
+
+def _frames(count: int) -> str:
+    """``"24.1 M frames"`` or ``"1,024 frames"``."""
+    return f"{count / 1e6:.1f} M frames" if count >= 100_000 else f"{count:,} frames"
 
 
 def _speedup_table(speed: Mapping[str, Any]) -> str:

@@ -122,6 +122,10 @@ def test_scorecard_does_not_rank_noise():
     single = {"trans": _runs(0.9, 0.1, n=1), "dytr": _runs(0.1, 2.0, n=1)}
     one_run = build_scorecard(_open_loop({"trans": 0.03, "dytr": 0.05}), single)
     assert {r["rank_policy"] for r in one_run} == {1}, "one run per backend gives no interval"
+    copies = {"trans": _runs(0.9, 0.1, spread=0.0), "dytr": _runs(0.1, 2.0, spread=0.0)}
+    repeated = build_scorecard(_open_loop({"trans": 0.03, "dytr": 0.05}), copies)
+    assert {r["runs"] for r in repeated} == {1}, "identical (deterministic) runs count once"
+    assert {r["rank_policy"] for r in repeated} == {1}
 
 
 def test_scorecard_leaves_out_backends_without_an_evaluated_policy():
