@@ -43,3 +43,7 @@ class SimulatorTimeoutError(S3Error, TimeoutError):
 
 class MissingDependencyError(S3Error, ImportError):
     """An optional dependency is not installed (the message names the extra to install)."""
+
+
+class StorageError(S3Error, OSError):
+    """A file could not be written (disk full, file too large, folder gone); names the path."""

@@ -21,7 +21,7 @@ from gym_s3.data.schema import (
     REQUIRED_FINITE,
     EpisodeMeta,
 )
-from gym_s3.errors import DataFormatError
+from gym_s3.errors import DataFormatError, StorageError
 from gym_s3.tracks.surfaces import SURFACE_NAMES
 
 #: File name suffix of finished episodes.
@@ -74,7 +74,13 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_episode(path: str | Path, columns: Mapping[str, np.ndarray], meta: EpisodeMeta) -> Path:
+def write_episode(
+    path: str | Path,
+    columns: Mapping[str, np.ndarray],
+    meta: EpisodeMeta,
+    *,
+    overwrite: bool = True,
+) -> Path:
     """Write one finished episode atomically (temporary file, fsync, rename).
 
     Pages carry CRC checksums, verified on read, so flipped bits are reported, not loaded.
@@ -83,19 +89,40 @@ def write_episode(path: str | Path, columns: Mapping[str, np.ndarray], meta: Epi
         path: destination ``.parquet`` file.
         columns: one array per :data:`~gym_s3.data.schema.COLUMNS` entry, equal lengths.
         meta: episode metadata (its ``num_rows`` is set to the number of rows).
+        overwrite: replace an existing file at ``path``; if False, raise ``FileExistsError``
+            instead (decided atomically by a hard link).
 
     Returns:
         The path written.
+
+    Raises:
+        FileExistsError: ``overwrite`` is False and ``path`` exists.
+        StorageError: the file cannot be written (disk full, no permission); names the path.
     """
     path = Path(path)
     n = len(next(iter(columns.values()))) if columns else 0
     table = columns_to_table(columns, meta.replace(num_rows=n))
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp, compression="zstd", write_page_checksum=True)
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, tmp, compression="zstd", write_page_checksum=True)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StorageError(
+            f"cannot write the episode file {path} ({exc.strerror or exc}); free space on that "
+            "disk or choose a writable output folder"
+        ) from exc
     _fsync_dir(path.parent)
     return path
 
