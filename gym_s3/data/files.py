@@ -22,6 +22,7 @@ from gym_s3.data.schema import (
     EpisodeMeta,
 )
 from gym_s3.errors import DataFormatError, StorageError
+from gym_s3.plausibility import LOG_COLUMN_BOUNDS, LOG_STEP_BOUNDS
 from gym_s3.tracks.surfaces import SURFACE_NAMES
 
 #: File name suffix of finished episodes.
@@ -233,6 +234,24 @@ def _check_values(columns: dict[str, np.ndarray], meta: EpisodeMeta, path: Path)
                 f"{path}: column '{name}' has surface ids outside 0..{len(SURFACE_NAMES) - 1}; "
                 f"{_DAMAGED_HINT}"
             )
+    for name, bounds in LOG_COLUMN_BOUNDS.items():
+        values = columns[name]
+        bad = (values < bounds.lo) | (values > bounds.hi)  # NaN compares False: checked above
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise DataFormatError(
+                f"{path}: column '{name}' = {values[row]:g} at row {row} is outside its physical "
+                f"range [{bounds.lo:g}, {bounds.hi:g}] {bounds.unit} ({int(bad.sum())} such rows); "
+                f"the log is corrupted or not from a car. {_DAMAGED_HINT}"
+            )
+    steps = np.diff(columns["t"].astype(np.float64))
+    if n > 1 and (steps > LOG_STEP_BOUNDS.hi).any():
+        row = int(np.argmax(steps > LOG_STEP_BOUNDS.hi)) + 1
+        raise DataFormatError(
+            f"{path}: time step {steps[row - 1]:g} s before row {row} is outside its range "
+            f"[0, {LOG_STEP_BOUNDS.hi:g}] s (rows come at 20 Hz; a longer pause ends an "
+            f"episode); {_DAMAGED_HINT}"
+        )
     if n > 1 and not (np.diff(columns["t"]) > 0).all():
         row = int(np.argmax(np.diff(columns["t"]) <= 0)) + 1
         raise DataFormatError(
