@@ -76,3 +76,28 @@ def parse_json(raw: bytes | str, *, path: str | os.PathLike[str], error: type[Ex
         raise error(f"{path}: JSON nested too deeply to be a real file; {fix}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise error(f"{path} is not valid JSON ({exc}); {fix}") from exc
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (temporary file, fsync, rename); returns the path.
+
+    Raises:
+        StorageError: the file cannot be written (disk full, no permission); names the path.
+    """
+    from gym_s3.errors import StorageError
+
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StorageError(
+            f"cannot write {path} ({exc.strerror or exc}); free space on that disk or choose a "
+            "writable folder"
+        ) from exc
+    return path
