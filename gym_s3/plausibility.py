@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from gym_s3.errors import ConfigError
 
 
@@ -161,3 +163,22 @@ LOG_COLUMN_BOUNDS: dict[str, Bounds] = {
 }
 #: Range of the time between two rows of a log [s] (a pause longer than this ends an episode).
 LOG_STEP_BOUNDS = Bounds(0.0, 10.0, "s")
+
+#: Range of episode seeds: torch generators take 64-bit signed seeds, gymnasium non-negative ones.
+SEED_BOUNDS = Bounds(0, 2**63 - 1, "-", integer=True)
+
+
+def check_seed(seed: Any) -> int:
+    """``seed`` as an int if it is a whole number in :data:`SEED_BOUNDS`.
+
+    Raises:
+        ConfigError: naming the seed, the range and what to pass instead.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise ConfigError(f"seed must be an integer, got {seed!r}; pass e.g. seed=0")
+    if not 0 <= int(seed) <= SEED_BOUNDS.hi:
+        raise ConfigError(
+            f"seed {seed} is outside [0, 2**63 - 1] (torch generators take 63-bit seeds); pass a "
+            "smaller seed, e.g. seed % 2**63"
+        )
+    return int(seed)
