@@ -291,12 +291,12 @@ class StandInServer:
                 sock.close()
                 return
             if len(self._connections) >= self.max_connections:
-                self.refused_connections += 1
-                sock.close()
                 LOGGER.warning(
                     "%s: refused a connection from %s: %d connections are open (the limit, "
                     "max_connections)", SERVER_NAME, peer, len(self._connections),
                 )  # fmt: skip
+                self.refused_connections += 1
+                sock.close()  # after the log line and the count: the client sees both done
                 return
             conn = Connection(next(self._ids), sock, vid, peer)
             self._connections[conn.cid] = conn
