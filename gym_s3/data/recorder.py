@@ -226,12 +226,15 @@ class EpisodeRecorder:
         if self._file is None:
             return
         file, self._file = self._file, None
+        if self._failed is not None:  # the disk refused a write: bytes still buffered are lost
+            with contextlib.suppress(OSError):
+                file.close()
+            return
         with contextlib.ExitStack() as stack:
             stack.callback(file.close)
-            if self._failed is None:
-                self._writer.close()
-                file.flush()
-                os.fsync(file.fileno())
+            self._writer.close()
+            file.flush()
+            os.fsync(file.fileno())
 
 
 def read_journal(path: str | Path) -> tuple[dict[str, np.ndarray], EpisodeMeta, bool]:

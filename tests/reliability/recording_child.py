@@ -5,8 +5,8 @@ real :class:`~gym_s3.data.recorder.EpisodeRecorder` (default flush: 20 rows = 1 
 :func:`~gym_s3.interrupts.stop_signals_interrupt`, as ``s3 collect`` does, and prints the number
 of rows handed to the recorder after every append. SIGINT and SIGTERM finish the episode (prints
 ``finished``); a full disk (``FILE_LIMIT_BYTES`` > 0 sets ``RLIMIT_FSIZE``) prints the error and
-finishes what is durable (prints ``storage-error <message>``). Row ``i`` has ``t = 0.05 i`` and
-``x = i``, so the parent can check every recovered value.
+finishes what is durable (prints ``storage-error <message>``, then ``saved``). Row ``i`` has
+``t = 0.05 i`` and ``x = i``, so the parent can check every recovered value.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def main(out: str, file_limit: int) -> int:
             return 130
         except StorageError as exc:
             print("storage-error", exc, flush=True)
-            recorder.finish(end_reason="disk_full")
+            if recorder.finish(end_reason="disk_full") is not None:
+                print("saved", flush=True)
             return 2
     return 0
 

@@ -122,7 +122,9 @@ def test_flipped_bits_are_never_recovered_as_values(tmp_path: Path) -> None:
 
 
 def _record_until(tmp_path: Path, stop: signal.Signals | None, file_limit: int = 0) -> tuple:
-    """Run the recording child, stop it after 300 rows (or let the disk fill); recover.
+    """Run the recording child, stop it after 310 rows (or let the disk fill); recover.
+
+    310 is not a multiple of the 20-row flush, so SIGKILL finds rows in the buffer.
 
     Returns:
         ``(rows handed to the recorder, rows in the saved episode, child's output lines)``.
@@ -136,7 +138,7 @@ def _record_until(tmp_path: Path, stop: signal.Signals | None, file_limit: int =
         lines.append(line.strip())
         if line.strip().isdigit():
             handed = int(line)
-            if stop is not None and handed >= 300:
+            if stop is not None and handed >= 310:
                 proc.send_signal(stop)
                 break
     lines += [line.strip() for line in proc.stdout]
@@ -168,5 +170,6 @@ def test_full_disk_loses_at_most_one_second_and_names_the_journal(tmp_path: Path
     """A journal that cannot grow (64 KiB file limit): the error names it, <= 1 s lost."""
     handed, saved, lines = _record_until(tmp_path, None, file_limit=64 * 1024)
     (error,) = [line for line in lines if line.startswith("storage-error")]
+    assert "saved" in lines  # the durable rows were finished into an episode by the child
     assert str(tmp_path / "child__e0.journal.arrows") in error and "free space" in error
     assert handed - saved <= ONE_SECOND_ROWS, f"lost {handed - saved} rows"
