@@ -21,16 +21,19 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
 
 from gym_s3.errors import CheckpointError
+from gym_s3.safe_io import MAX_TEXT_BYTES, MAX_WEIGHTS_BYTES, parse_json, read_bounded
 from gym_s3.spec import SPEC_VERSION, check_spec_version
+
+ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
 
 #: Marker of a sim2sim2sim checkpoint sidecar.
 FORMAT = "sim2sim2sim-checkpoint"
@@ -202,15 +205,13 @@ def read_sidecar(path: str | os.PathLike[str]) -> dict[str, Any]:
             f"'<stem>.safetensors' + '<stem>.json' written by gym_s3.checkpoints.save. Pass the "
             "path of one of them (or their common stem)."
         )
-    raw = sidecar_path.read_bytes()
+    raw = read_bounded(sidecar_path, limit=MAX_TEXT_BYTES, what="checkpoint sidecar",
+                       error=CheckpointError)  # fmt: skip
     _refuse_pickle(sidecar_path, raw[:4])
-    try:
-        sidecar = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(
-            f"checkpoint sidecar {sidecar_path} is not valid JSON ({exc}); the file is damaged. "
-            "Restore it from the original or re-save the checkpoint."
-        ) from exc
+    sidecar = parse_json(
+        raw, path=sidecar_path, error=CheckpointError,
+        fix="the file is damaged. Restore it from the original or re-save the checkpoint.",
+    )  # fmt: skip
     if not isinstance(sidecar, dict) or sidecar.get("format") != FORMAT:
         raise CheckpointError(
             f'{sidecar_path} is not a sim2sim2sim checkpoint sidecar (no "format": '
@@ -258,7 +259,8 @@ def load(
             f"checkpoint weights {weights_path} are missing (the sidecar {sidecar_path} exists); "
             "copy both files together."
         )
-    data = weights_path.read_bytes()
+    data = read_bounded(weights_path, limit=MAX_WEIGHTS_BYTES, what="checkpoint weight file",
+                        error=CheckpointError)  # fmt: skip
     _refuse_pickle(weights_path, data[:4])
     expected = sidecar["weights"].get("sha256")
     if _sha256(data) != expected:
@@ -286,6 +288,14 @@ def load(
             f"tensors in {weights_path} differ from the listing in {sidecar_path}; re-save the "
             "checkpoint."
         )
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise CheckpointError(
+                f"tensor '{name}' in {weights_path} holds {bad} NaN or infinite values; a "
+                "network with them outputs NaN. Use an earlier checkpoint of that training, or "
+                "re-train (lower the learning rate if training diverged)."
+            )
     return Checkpoint(
         tensors={k: v.to(device) for k, v in tensors.items()},
         meta=sidecar["meta"],
@@ -293,6 +303,26 @@ def load(
         sidecar=sidecar,
         path=sidecar_path,
     )
+
+
+def build_checked(
+    factory: Callable[[], ModuleT], tensors: Mapping[str, Tensor], what: str
+) -> ModuleT:
+    """Build a model with ``factory`` and load ``tensors``, checking their shapes first.
+
+    The model is built once on PyTorch's ``meta`` device (shapes only, nothing allocated) and
+    compared with :func:`check_tensors`, so a sidecar asking for a network far larger than its
+    weights is refused at once instead of allocating gigabytes; then it is built for real.
+
+    Raises:
+        CheckpointError: the tensors do not fit the model ``factory`` builds.
+    """
+    with torch.device("meta"):
+        skeleton = factory()
+    check_tensors(tensors, skeleton.state_dict(), what)
+    model = factory()
+    model.load_state_dict(tensors)
+    return model
 
 
 def check_tensors(found: Mapping[str, Tensor], expected: Mapping[str, Tensor], what: str) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from gym_s3.cli_parser import S3ArgumentParser
 from gym_s3.errors import S3Error
+from gym_s3.interrupts import interrupt_exit_code, stop_signals_interrupt
 
 #: subcommand modules, in the order they appear in ``s3 --help``
 COMMAND_MODULES: tuple[str, ...] = (
@@ -51,13 +52,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        result = args.func(args)
+        with stop_signals_interrupt():  # SIGTERM (a service stop) ends a command like Ctrl-C
+            result = args.func(args)
     except S3Error as exc:
         print(f"s3 {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"s3 {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        print(f"s3 {args.command}: interrupted ({exc or 'SIGINT'})", file=sys.stderr)
+        return interrupt_exit_code(exc)
     except OSError as exc:  # e.g. an output folder that cannot be created or written
         where = f" '{exc.filename}'" if exc.filename else ""
         print(

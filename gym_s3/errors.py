@@ -51,3 +51,7 @@ class StandInWarning(UserWarning):
     It still serves the request (flat ground, its one sedan), so this is a warning; turn it into
     an error with ``warnings.simplefilter("error", StandInWarning)``.
     """
+
+
+class StorageError(S3Error, OSError):
+    """A file could not be written (disk full, file too large, folder gone); names the path."""

@@ -5,8 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gym_s3.errors import ConfigError
+from gym_s3.plausibility import Bounds, check_bounds
 from gym_s3.rewards import RewardWeights
 from gym_s3.spec import OBS_MODES, ObsMode
+
+#: Ranges of the numeric :class:`TaskConfig` fields (NaN is outside every range).
+TASK_BOUNDS: dict[str, Bounds] = {
+    "max_episode_steps": Bounds(1, 10**8, "steps", integer=True),
+    "off_track_margin_m": Bounds(0.0, 100.0, "m"),
+    "spin_heading_rad": Bounds(0.1, 3.1416, "rad"),
+    "start_lateral_m": Bounds(0.0, 50.0, "m"),
+    "start_heading_rad": Bounds(0.0, 3.1416, "rad"),
+    "start_speed_fraction_lo": Bounds(0.0, 2.0, "-"),
+    "start_speed_fraction_hi": Bounds(0.0, 2.0, "-"),
+    "complete_margin_m": Bounds(0.0, 1000.0, "m"),
+    "complete_laps": Bounds(0.0, 10**6, "laps"),
+    "window": Bounds(1, 10**5, "samples", integer=True),
+}
 
 
 @dataclass(frozen=True)
@@ -50,6 +65,14 @@ class TaskConfig:
             raise ConfigError(f"start_speed_fraction must satisfy 0 <= lo <= hi, got {lo}, {hi}")
         if self.complete_laps is not None and self.complete_laps <= 0:
             raise ConfigError(f"complete_laps must be positive, got {self.complete_laps}")
+        fields = {name: getattr(self, name) for name in TASK_BOUNDS if hasattr(self, name)}
+        fields["start_speed_fraction_lo"], fields["start_speed_fraction_hi"] = (
+            self.start_speed_fraction
+        )
+        if self.complete_laps is None:
+            del fields["complete_laps"]
+        check_bounds(fields, TASK_BOUNDS, where="TaskConfig",
+                     fix="pass a value inside the range (the defaults are)")  # fmt: skip
 
 
 def lap_task(**overrides: object) -> TaskConfig:

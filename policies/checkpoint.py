@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from torch import Tensor
 
 from gym_s3 import checkpoints
 from gym_s3.errors import ActionError, CheckpointError, ConfigError
+from gym_s3.plausibility import POLICY_BOUNDS, check_value
 from gym_s3.spec import observation_size
 from policies.networks import ActorNet, RunningNorm
 
@@ -84,7 +86,7 @@ class Policy:
 
 
 #: Folder of the policies shipped with the package (``s3 train --preset NAME --ship``).
-POLICY_ASSETS = Path(__file__).resolve().parent / "assets"
+POLICY_ASSETS = Path(str(resources.files("policies") / "assets"))
 
 #: Names of the shipped policies: one per dynamics backend, plus ``oracle`` (dytr, oracle obs).
 SHIPPED_POLICIES: tuple[str, ...] = ("bicycle", "ddm", "trans", "dytr", "oracle")
@@ -95,6 +97,20 @@ def shipped_policy(name: str) -> Path:
     if name not in SHIPPED_POLICIES:
         raise ConfigError(f"no shipped policy '{name}'; shipped: {', '.join(SHIPPED_POLICIES)}")
     return POLICY_ASSETS / f"{name}.json"
+
+
+def _check_shape_fields(meta: dict, path: Path) -> None:
+    """Refuse an implausible ``obs_size`` or ``hidden`` list before anything is built."""
+    where, fix = f"policy {path}", "the sidecar was edited or damaged; restore it or re-train it"
+    hidden = meta["hidden"]
+    if not isinstance(hidden, list) or not 1 <= len(hidden) <= 16:
+        raise CheckpointError(
+            f"{where}: hidden = {hidden!r} is not a list of 1 to 16 widths; {fix}"
+        )
+    fields = [("obs_size", meta["obs_size"])] + [(f"hidden[{i}]", h) for i, h in enumerate(hidden)]
+    for field, value in fields:
+        check_value(field, value, POLICY_BOUNDS[field.split("[")[0]], where=where, fix=fix,
+                    error=CheckpointError)  # fmt: skip
 
 
 def load_policy(path: str | os.PathLike[str], *, device: torch.device | str = "cpu") -> Policy:
@@ -114,9 +130,11 @@ def load_policy(path: str | os.PathLike[str], *, device: torch.device | str = "c
             f"{ckpt.path} was made for {meta['obs_size']} observation features but mode "
             f"'{meta['obs_mode']}' has {observation_size(meta['obs_mode'])}; re-train the policy."
         )
-    actor = ActorNet(RunningNorm(meta["obs_size"]), meta["obs_size"], meta["hidden"])
-    checkpoints.check_tensors(ckpt.tensors, actor.state_dict(), f"policy {ckpt.path}")
-    actor.load_state_dict(ckpt.tensors)
+    _check_shape_fields(meta, ckpt.path)
+    actor = checkpoints.build_checked(
+        lambda: ActorNet(RunningNorm(meta["obs_size"]), meta["obs_size"], meta["hidden"]),
+        ckpt.tensors, f"policy {ckpt.path}",
+    )  # fmt: skip
     actor.to(device).eval()
     return Policy(actor=actor, backend=meta["backend"], obs_mode=meta["obs_mode"], meta=meta,
                   path=ckpt.path)  # fmt: skip

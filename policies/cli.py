@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,10 @@ def _register_train(subparsers: Any) -> None:
                    "trajectories join the scenario pool; "
                    + preset_values(PRESETS, "logs"))  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true",
+                   help="--out may hold an earlier run: delete its logs, policy_* checkpoints "
+                   "and train_summary.json first (without it such a folder is refused, so two "
+                   "runs never mix)")  # fmt: skip
     p.add_argument("--ship", action="store_true",
                    help="also save the final policy as policies/assets/<preset>.{json,safetensors} "
                    "(how the shipped policies are made)")  # fmt: skip
@@ -86,6 +92,37 @@ def _register_train(subparsers: Any) -> None:
     p.set_defaults(func=_run_train)
 
 
+#: What ``s3 train`` writes into ``--out`` (globs).
+RUN_OUTPUTS = ("logs", "train_summary.json", "policy_*.json", "policy_*.safetensors")
+
+
+def _claim_out(out: Path, *, overwrite: bool) -> None:
+    """Refuse an ``--out`` holding an earlier run, or delete that run's files with ``overwrite``.
+
+    Raises:
+        ConfigError: ``out`` holds run outputs and ``overwrite`` is False.
+    """
+    if not out.is_dir():
+        return
+    found = sorted({p for pattern in RUN_OUTPUTS for p in out.glob(pattern)})
+    if not found:
+        return
+    if not overwrite:
+        names = ", ".join(p.name for p in found[:4]) + (", ..." if len(found) > 4 else "")
+        raise ConfigError(
+            f"{out} already holds a training run ({names}); a new run there would mix its logs "
+            "and checkpoints with the old ones. Choose a new --out, or pass --overwrite to "
+            "delete that run's files first"
+        )
+    if os.environ.get("RANK", "0") != "0":  # under torchrun, rank 0 deletes
+        return
+    for path in found:
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
 def _run_train(args: argparse.Namespace) -> int:
     """``s3 train`` (one process, or one rank of a torchrun job; only rank 0 prints)."""
     from gym_s3 import distributed
@@ -97,6 +134,7 @@ def _run_train(args: argparse.Namespace) -> int:
     if "logs" in overrides:
         overrides["logs"] = tuple(overrides["logs"])
     config = preset(args.preset, **overrides)
+    _claim_out(args.out, overwrite=args.overwrite)
     with distributed.launch(config.device, timeout_s=args.dist_timeout) as ctx:
         result = train(config, args.out, progress=not args.no_progress)
         if not ctx.is_main:

@@ -19,6 +19,7 @@ from typing import Any
 
 from gym_s3.cli_parser import S3ArgumentParser
 from gym_s3.errors import ConfigError, S3Error
+from gym_s3.interrupts import interrupt_exit_code, stop_signals_interrupt
 
 DESCRIPTION = (
     "Drive a car in BeamNG.tech or the open stand-in with a racing wheel, the keyboard or the "
@@ -233,10 +234,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        return run_collect(args)
+        with stop_signals_interrupt():  # SIGTERM (a service stop) ends like Ctrl-C
+            return run_collect(args)
     except S3Error as exc:
         print(f"collect: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("collect: interrupted (episodes recorded so far are saved)", file=sys.stderr)
-        return 130
+        return interrupt_exit_code(exc)

@@ -93,6 +93,7 @@ class SessionConfig:
         get_surface(self.surface)
         if self.ice_patches < 0:
             raise ConfigError(f"ice_patches must be >= 0, got {self.ice_patches}")
+        PatchConfig(count=(self.ice_patches, self.ice_patches))  # bounded: fails before connecting
         if not (self.duration_s >= 0 and self.episode_s > 0 and self.off_track_m > 0):
             raise ConfigError(
                 "need duration_s >= 0 [s], episode_s > 0 [s] and off_track_m > 0 [m], got "

@@ -12,7 +12,9 @@ from __future__ import annotations
 import reprlib
 import socket
 import struct
+import time
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
 import msgpack
@@ -124,16 +126,18 @@ def decode_body(body: bytes) -> dict[str, Any]:
 
 
 def _recv_exactly(
-    sock: socket.socket, length: int, *, at_boundary: bool, stall_timeout: float | None
+    sock: socket.socket, length: int, *, at_boundary: bool, frame: _FrameClock | None
 ) -> bytes | None:
     """Read exactly ``length`` bytes; ``None`` on a clean EOF before the first byte of a frame.
 
-    With ``stall_timeout``, every read after the first byte of the frame waits at most that long
-    [s] (``TimeoutError``); the wait for the first byte stays unbounded.
+    With ``frame``, the first byte of a frame starts its clock and every later read waits only
+    until the frame's deadline (``TimeoutError``); the wait for the first byte stays unbounded.
     """
     chunks: list[bytes] = []
     remaining = length
     while remaining:
+        if frame is not None and frame.started:
+            sock.settimeout(frame.remaining())
         chunk = sock.recv(min(_RECV_CHUNK, remaining))
         if not chunk:
             if at_boundary and remaining == length:
@@ -142,35 +146,65 @@ def _recv_exactly(
                 f"connection closed in the middle of a frame ({length - remaining} of {length} "
                 "bytes received)"
             )
-        if stall_timeout is not None and at_boundary and not chunks:
-            sock.settimeout(stall_timeout)  # a frame has begun: the rest must keep coming
+        if frame is not None and not frame.started:
+            frame.start()  # a frame has begun: all of it must arrive before the deadline
         chunks.append(chunk)
         remaining -= len(chunk)
     return b"".join(chunks)
 
 
+class _FrameClock:
+    """The deadline of one frame: ``seconds`` after its first byte arrived."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline: float | None = None
+
+    @property
+    def started(self) -> bool:
+        return self.deadline is not None
+
+    def start(self) -> None:
+        self.deadline = time.monotonic() + self.seconds
+
+    def remaining(self) -> float:
+        """Seconds left (``TimeoutError`` once the deadline has passed)."""
+        assert self.deadline is not None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        return left
+
+
 def read_frame(
-    sock: socket.socket, max_bytes: int = MAX_FRAME_BYTES, stall_timeout: float | None = None
+    sock: socket.socket,
+    max_bytes: int = MAX_FRAME_BYTES,
+    stall_timeout: float | None = None,
+    budget: Any = None,
 ) -> dict[str, Any] | None:
     """Read and decode one frame from a blocking socket.
 
     Args:
         sock: a connected stream socket.
         max_bytes: largest accepted body [bytes].
-        stall_timeout: once a frame has begun, the longest wait for more of it [s]; ``None``
-            waits forever. Between frames the wait is never bounded (clients idle at will).
+        stall_timeout: once a frame has begun, the longest time the WHOLE frame may take to
+            arrive [s] (a client trickling one byte at a time is cut off too); ``None`` waits
+            forever. Between frames the wait is never bounded (clients idle at will).
+        budget: a shared :class:`~gym_s3.beamng.sockets.ByteBudget`; the body's announced length
+            is reserved from it while the body is received (refused when over its cap).
 
     Returns:
         The decoded message, or ``None`` when the peer closed the connection between frames.
 
     Raises:
-        FrameError: oversized or empty length prefix, truncated or stalled frame, or a body
-            that is not a msgpack map.
+        FrameError: oversized or empty length prefix, truncated or stalled frame, a server
+            buffer budget exhausted, or a body that is not a msgpack map.
         OSError: the socket failed.
     """
     previous = sock.gettimeout()
+    frame = _FrameClock(stall_timeout) if stall_timeout is not None else None
     try:
-        header = _recv_exactly(sock, HEADER_BYTES, at_boundary=True, stall_timeout=stall_timeout)
+        header = _recv_exactly(sock, HEADER_BYTES, at_boundary=True, frame=frame)
         if header is None:
             return None
         (length,) = _HEADER.unpack(header)
@@ -181,10 +215,16 @@ def read_frame(
                 f"length prefix announces {length} bytes, more than the {max_bytes}-byte limit "
                 "(is this client speaking BeamNG's framing?)"
             )
-        body = _recv_exactly(sock, length, at_boundary=False, stall_timeout=None)
+        with budget.reserve(length) if budget is not None else nullcontext(True) as granted:
+            if not granted:
+                raise FrameError(
+                    f"a {length}-byte frame does not fit the server's receive buffer budget "
+                    f"({budget.limit} bytes for all partial frames at once); send it again later"
+                )
+            body = _recv_exactly(sock, length, at_boundary=False, frame=frame)
     except TimeoutError as exc:
         raise FrameError(
-            f"the frame stalled: no data for {stall_timeout} s in the middle of it"
+            f"the frame stalled: not complete {stall_timeout} s after its first byte"
         ) from exc
     finally:
         if stall_timeout is not None:

@@ -39,12 +39,17 @@ from gym_s3.beamng.protocol import (
     read_frame,
     short_repr,
 )
-from gym_s3.beamng.sockets import Connection, Listener, shutdown_socket
+from gym_s3.beamng.sockets import ByteBudget, Connection, Listener, shutdown_socket
 from gym_s3.beamng.world import World
 from gym_s3.errors import ConfigError, S3Error
 
 LOGGER = logging.getLogger(__name__)
 _JOIN_TIMEOUT_S = 2.0
+#: Default cap on open connections (a client with 100 vehicles uses 101).
+MAX_CONNECTIONS = 512
+#: Default cap on the bytes of partially received frames of all connections together (16 frames
+#: of the largest size) [bytes].
+MAX_BUFFERED_BYTES = 256 * 2**20
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: ``_id`` values echoed in replies (anything else is refused without running the request)
 _SCALAR_ID_TYPES = (bool, int, float, str, bytes)
@@ -84,9 +89,17 @@ class StandInServer:
             ``bng.close()`` sends ``Quit`` even to a simulator it did not launch.
         world_config: physics and sensor settings of the simulated world.
         max_frame_bytes: largest accepted frame body [bytes].
-        stall_timeout: a connection that stops sending in the middle of a frame for this long is
-            closed [s], so a hung or hostile client cannot hold a server thread forever (between
-            frames a client may stay idle as long as it likes).
+        stall_timeout: a frame not complete this long after its first byte closes its
+            connection [s] (a whole-frame deadline, so a client trickling bytes cannot hold a
+            server thread forever; between frames a client may stay idle as long as it likes).
+        max_connections: open connections served at once (GE and vehicle sockets); a client
+            beyond it is accepted and closed at once (logged), so the server never runs out of
+            threads or descriptors because of idle clients.
+        max_buffered_bytes: cap on the bytes of partially received frames of all connections
+            together [bytes]; a frame that does not fit closes its connection (logged).
+
+    Received frame bytes are bounded by ``max_buffered_bytes`` for frames over 64 KiB plus
+    64 KiB per connection for smaller ones: 256 MiB + 512 x 64 KiB = 288 MiB with the defaults.
     """
 
     def __init__(
@@ -99,6 +112,8 @@ class StandInServer:
         world_config: WorldConfig | None = None,
         max_frame_bytes: int = MAX_FRAME_BYTES,
         stall_timeout: float = 30.0,
+        max_connections: int = MAX_CONNECTIONS,
+        max_buffered_bytes: int = MAX_BUFFERED_BYTES,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ConfigError(f"port must be in [0, 65535] (0 = any free port), got {port}")
@@ -108,6 +123,17 @@ class StandInServer:
             raise ConfigError(
                 f"stall_timeout must be a finite number of seconds > 0, got {stall_timeout}"
             )
+        if max_connections < 2:
+            raise ConfigError(f"max_connections must be at least 2, got {max_connections}")
+        if max_buffered_bytes < max_frame_bytes:
+            raise ConfigError(
+                f"max_buffered_bytes ({max_buffered_bytes}) must hold at least one frame of "
+                f"max_frame_bytes ({max_frame_bytes})"
+            )
+        self.max_connections = max_connections
+        self.budget = ByteBudget(max_buffered_bytes)
+        #: connections refused because ``max_connections`` were open
+        self.refused_connections = 0
         self.host = host
         self.requested_port = port
         self.strict = strict
@@ -264,6 +290,14 @@ class StandInServer:
             if self._stopped.is_set():
                 sock.close()
                 return
+            if len(self._connections) >= self.max_connections:
+                LOGGER.warning(
+                    "%s: refused a connection from %s: %d connections are open (the limit, "
+                    "max_connections)", SERVER_NAME, peer, len(self._connections),
+                )  # fmt: skip
+                self.refused_connections += 1
+                sock.close()  # after the log line and the count: the client sees both done
+                return
             conn = Connection(next(self._ids), sock, vid, peer)
             self._connections[conn.cid] = conn
             conn.thread = threading.Thread(
@@ -282,7 +316,9 @@ class StandInServer:
         try:
             while not self._stopped.is_set():
                 try:
-                    message = read_frame(conn.sock, self.max_frame_bytes, self.stall_timeout)
+                    message = read_frame(
+                        conn.sock, self.max_frame_bytes, self.stall_timeout, self.budget
+                    )
                 except FrameError as exc:
                     LOGGER.warning(
                         "%s: closing %s connection %d from %s: %s",

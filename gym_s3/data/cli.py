@@ -161,12 +161,22 @@ def run_summary(args: argparse.Namespace) -> int:
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    """Validate datasets; exit code 2 with the first problem of each path."""
+    """Validate datasets; exit code 2 with the first problem of each path.
+
+    Journals (unfinished or crashed recordings, and their checksums) count as problems: the
+    message says to run ``s3 data recover``.
+    """
     from gym_s3.data.dataset import DrivingDataset
     from gym_s3.errors import DataFormatError
 
     failed = 0
     for path in args.paths:
+        problems = _journal_problems(path)
+        for problem in problems:
+            print(f"INVALID {problem}", file=sys.stderr)
+        failed += bool(problems)
+        if problems and not _has_episodes(path):
+            continue
         try:
             ds = DrivingDataset.load(path)
         except DataFormatError as exc:
@@ -178,16 +188,55 @@ def run_validate(args: argparse.Namespace) -> int:
     return 2 if failed else 0
 
 
+def _has_episodes(path: str) -> bool:
+    """True when ``path`` is an episode file or a folder holding one."""
+    from pathlib import Path
+
+    from gym_s3.data.files import EPISODE_SUFFIX
+
+    p = Path(path)
+    return p.suffix == EPISODE_SUFFIX or (p.is_dir() and any(p.rglob("*" + EPISODE_SUFFIX)))
+
+
+def _journal_problems(path: str) -> list[str]:
+    """One message per journal at or below ``path``: its intact rows, damage and the fix."""
+    from pathlib import Path
+
+    from gym_s3.data.journal import JOURNAL_SUFFIX, scan_journal
+    from gym_s3.errors import DataFormatError
+
+    p = Path(path)
+    if p.is_dir():
+        journals = sorted(p.rglob("*" + JOURNAL_SUFFIX))
+    else:
+        journals = [p] if p.name.endswith(JOURNAL_SUFFIX) else []
+    fix = f"run `s3 data recover {p if p.is_dir() else p.parent}` to turn it into an episode"
+    problems = []
+    for journal in journals:
+        try:
+            scan = scan_journal(journal)
+        except DataFormatError as exc:
+            problems.append(f"{exc}; the journal cannot be recovered, delete it")
+            continue
+        damage = f"; {scan.damage}" if scan.damage else ""
+        problems.append(
+            f"{journal}: an unfinished recording (journal, {scan.rows} intact rows{damage}), "
+            f"left by a crash or still being recorded; {fix} once no recording runs there"
+        )
+    return problems
+
+
 def run_recover(args: argparse.Namespace) -> int:
-    """Recover journals; exit code 2 if one could not be recovered."""
+    """Recover journals; exit code 2 if one could not be recovered or is live."""
     from gym_s3.data.recorder import recover
 
     results = recover(args.path)
     if not results:
         print(f"{args.path}: no journals to recover")
     for r in results:
+        note = f" [{r.note}]" if r.note else ""
         if r.episode is not None:
-            print(f"recovered {r.journal.name} -> {r.episode.name} ({r.rows} rows)")
+            print(f"recovered {r.journal.name} -> {r.episode.name} ({r.rows} rows){note}")
         else:
-            print(f"not recovered {r.journal.name}: {r.error}", file=sys.stderr)
+            print(f"not recovered {r.journal.name}: {r.error}{note}", file=sys.stderr)
     return 2 if any(r.episode is None and r.error != "no complete row" for r in results) else 0

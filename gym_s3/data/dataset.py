@@ -47,6 +47,9 @@ from gym_s3.tracks.surfaces import SURFACE_NAMES, get_surface
 #: Name of the dataset manifest written by ``s3 data generate``.
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "sim2sim2sim-dataset"
+#: Marker file of a dataset still being written by ``s3 data generate`` (or left by one that was
+#: interrupted); its presence makes the folder a partial dataset that does not load.
+INCOMPLETE_NAME = "GENERATING.incomplete"
 SPLITS = ("train", "val", "all")
 #: A time step further than this fraction of ``dt`` from ``dt`` breaks a segment.
 GAP_TOLERANCE = 0.25
@@ -353,6 +356,12 @@ def _resolve(
     """Files of a dataset source, its root folder and its manifest (if any)."""
     if isinstance(source, (str, Path)):
         path = Path(source)
+        if path.is_dir() and (path / INCOMPLETE_NAME).exists():
+            raise DataFormatError(
+                f"{path}: a partial dataset: `s3 data generate` was interrupted (or is still "
+                f"running) before writing its manifest ({INCOMPLETE_NAME} is there); generate it "
+                "again into an empty folder"
+            )
         if path.is_dir():
             files = sorted(path.rglob("*" + EPISODE_SUFFIX))
             if not files:

@@ -21,7 +21,8 @@ from gym_s3.data.schema import (
     REQUIRED_FINITE,
     EpisodeMeta,
 )
-from gym_s3.errors import DataFormatError
+from gym_s3.errors import DataFormatError, StorageError
+from gym_s3.plausibility import LOG_COLUMN_BOUNDS, LOG_STEP_BOUNDS
 from gym_s3.tracks.surfaces import SURFACE_NAMES
 
 #: File name suffix of finished episodes.
@@ -74,7 +75,13 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_episode(path: str | Path, columns: Mapping[str, np.ndarray], meta: EpisodeMeta) -> Path:
+def write_episode(
+    path: str | Path,
+    columns: Mapping[str, np.ndarray],
+    meta: EpisodeMeta,
+    *,
+    overwrite: bool = True,
+) -> Path:
     """Write one finished episode atomically (temporary file, fsync, rename).
 
     Pages carry CRC checksums, verified on read, so flipped bits are reported, not loaded.
@@ -83,19 +90,40 @@ def write_episode(path: str | Path, columns: Mapping[str, np.ndarray], meta: Epi
         path: destination ``.parquet`` file.
         columns: one array per :data:`~gym_s3.data.schema.COLUMNS` entry, equal lengths.
         meta: episode metadata (its ``num_rows`` is set to the number of rows).
+        overwrite: replace an existing file at ``path``; if False, raise ``FileExistsError``
+            instead (decided atomically by a hard link).
 
     Returns:
         The path written.
+
+    Raises:
+        FileExistsError: ``overwrite`` is False and ``path`` exists.
+        StorageError: the file cannot be written (disk full, no permission); names the path.
     """
     path = Path(path)
     n = len(next(iter(columns.values()))) if columns else 0
     table = columns_to_table(columns, meta.replace(num_rows=n))
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp, compression="zstd", write_page_checksum=True)
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, tmp, compression="zstd", write_page_checksum=True)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StorageError(
+            f"cannot write the episode file {path} ({exc.strerror or exc}); free space on that "
+            "disk or choose a writable output folder"
+        ) from exc
     _fsync_dir(path.parent)
     return path
 
@@ -206,6 +234,24 @@ def _check_values(columns: dict[str, np.ndarray], meta: EpisodeMeta, path: Path)
                 f"{path}: column '{name}' has surface ids outside 0..{len(SURFACE_NAMES) - 1}; "
                 f"{_DAMAGED_HINT}"
             )
+    for name, bounds in LOG_COLUMN_BOUNDS.items():
+        values = columns[name]
+        bad = (values < bounds.lo) | (values > bounds.hi)  # NaN compares False: checked above
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise DataFormatError(
+                f"{path}: column '{name}' = {values[row]:g} at row {row} is outside its physical "
+                f"range [{bounds.lo:g}, {bounds.hi:g}] {bounds.unit} ({int(bad.sum())} such rows); "
+                f"the log is corrupted or not from a car. {_DAMAGED_HINT}"
+            )
+    steps = np.diff(columns["t"].astype(np.float64))
+    if n > 1 and (steps > LOG_STEP_BOUNDS.hi).any():
+        row = int(np.argmax(steps > LOG_STEP_BOUNDS.hi)) + 1
+        raise DataFormatError(
+            f"{path}: time step {steps[row - 1]:g} s before row {row} is outside its range "
+            f"[0, {LOG_STEP_BOUNDS.hi:g}] s (rows come at 20 Hz; a longer pause ends an "
+            f"episode); {_DAMAGED_HINT}"
+        )
     if n > 1 and not (np.diff(columns["t"]) > 0).all():
         row = int(np.argmax(np.diff(columns["t"]) <= 0)) + 1
         raise DataFormatError(

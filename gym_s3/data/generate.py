@@ -27,7 +27,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from gym_s3.data.dataset import MANIFEST_FORMAT, MANIFEST_NAME, content_hash, episode_digest
+from gym_s3.data.dataset import (
+    INCOMPLETE_NAME,
+    MANIFEST_FORMAT,
+    MANIFEST_NAME,
+    content_hash,
+    episode_digest,
+)
 from gym_s3.data.files import EPISODE_SUFFIX, write_episode
 from gym_s3.data.generate_config import PRESETS, GenerateConfig, preset
 from gym_s3.data.labelling import episode_labels
@@ -36,6 +42,7 @@ from gym_s3.data.schema import COLUMNS, SCHEMA_VERSION, EpisodeMeta, layout_to_d
 from gym_s3.data.trackside import TrackSide
 from gym_s3.errors import ConfigError
 from gym_s3.observations import EgoState
+from gym_s3.safe_io import write_text_atomic
 from gym_s3.scenarios.pool import ScenarioPool
 from gym_s3.spec import CONTROL_DT_S
 from gym_s3.tracks.path import ReferencePath, wrap_angle
@@ -239,6 +246,8 @@ def generate_dataset(
     if out.is_dir() and any(out.iterdir()):
         raise ConfigError(f"{out} is not empty; choose a new folder for the dataset")
     _check_writable(out)
+    marker = out / INCOMPLETE_NAME  # removed once the manifest is written: absent = complete
+    marker.write_text("s3 data generate is writing this dataset; if it stays, it was interrupted\n")
     began = time.perf_counter()
     with _torch_threads(config.threads):
         paths, groups = build_tracks(config, seed)
@@ -271,7 +280,8 @@ def generate_dataset(
         "generation_s": round(time.perf_counter() - began, 3),
         "files": entries,
     }
-    (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    write_text_atomic(out / MANIFEST_NAME, json.dumps(manifest, indent=1, sort_keys=True))
+    marker.unlink()
     return manifest
 
 

@@ -24,6 +24,7 @@ until they exist.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +33,11 @@ from typing import Any
 import torch
 
 from gym_s3 import checkpoints, distributed
+from gym_s3.distill.resume import remove_state, resume_stem
 from gym_s3.distill.train import TrainConfig, TrainResult, train
 from gym_s3.distill.windows import TensorWindows
-from gym_s3.dynamics import DynamicsBackend, make, save
-from gym_s3.errors import ConfigError
+from gym_s3.dynamics import DynamicsBackend, load, make, save
+from gym_s3.errors import CheckpointError, ConfigError
 
 #: Recipe order (``dytr`` needs ``ddm`` first).
 ORDER: tuple[str, ...] = ("bicycle", "ddm", "trans", "dytr")
@@ -107,6 +109,11 @@ def run(
         command: the command line, stored in the checkpoints.
         log: progress messages.
 
+    A rerun into the same ``out_dir`` keeps backends already trained with the same settings and
+    data, and continues an interrupted one after its last finished epoch (see
+    :mod:`gym_s3.distill.resume`); the best weights so far are kept as ``<name>.best`` until
+    the backend finishes.
+
     Returns:
         backend name -> sidecar path (on every rank once rank 0 has written them).
     """
@@ -129,6 +136,16 @@ def run(
     for name in resolve(names):
         recipe = RECIPES[name]
         cfg = dataclasses.replace(recipe.train, **(overrides or {}))
+        fingerprint = {"backend": name, "recipe": recipe.config, "history": history,
+                       "dataset": dataset.content_hash, "world_size": ctx.world_size,
+                       "train": {k: v for k, v in dataclasses.asdict(cfg).items()
+                                 if k != "progress"}}  # fmt: skip
+        finished = _finished(out / name, fingerprint)
+        if finished is not None:  # a rerun after an interruption: keep what was done
+            log(f"'{name}': already trained with these settings in {out}; kept")
+            trained[name] = finished
+            written[name] = checkpoints.checkpoint_paths(out / name)[1]
+            continue
         if cfg.horizon not in cache:
             cache[cfg.horizon] = (
                 TensorWindows(train_split.windows(history, cfg.horizon)),
@@ -140,9 +157,16 @@ def run(
         if recipe.base_from is not None:
             backend.base.load_state_dict(trained[recipe.base_from].state_dict())
         log(f"training '{name}' on {len(train_windows)} windows ({len(val_windows)} validation)")
+
+        def save_best(model: DynamicsBackend, epoch: int, val: float, name: str = name) -> None:
+            """Keep the best weights so far as a loadable checkpoint ``<name>.best``."""
+            save(model, out / f"{name}.best", dataset_hash=dataset.content_hash,
+                 training={"best_epoch": epoch, "best_val_loss": val, "complete": False,
+                           "command": command})  # fmt: skip
+
         result: TrainResult = train(
             backend, train_windows, val_windows, stats, cfg, log_csv=out / f"{name}.train.csv",
-            label=name,
+            label=name, resume=resume_stem(out, name), fingerprint=fingerprint, on_best=save_best,
         )  # fmt: skip
         summary = {
             **result.to_dict(),
@@ -152,6 +176,7 @@ def run(
             "val_windows": len(val_windows),
             "base_from": recipe.base_from,
             "command": command,
+            "fingerprint": fingerprint,
         }
         if ctx.enabled:
             summary["distributed"] = {
@@ -164,6 +189,9 @@ def run(
             written[name] = save(
                 backend, out / name, dataset_hash=dataset.content_hash, training=summary
             )
+            remove_state(resume_stem(out, name))  # finished: no resume state, no best-so-far
+            for path in checkpoints.checkpoint_paths(out / f"{name}.best"):
+                path.unlink(missing_ok=True)
         distributed.barrier(ctx)
         trained[name] = backend
         log(
@@ -171,6 +199,18 @@ def run(
             f"{result.best_epoch} ({result.seconds:.0f} s) -> {written[name]}"
         )
     return written
+
+
+def _finished(stem: Path, fingerprint: dict[str, Any]) -> DynamicsBackend | None:
+    """The checkpoint at ``stem`` if a finished run with ``fingerprint`` wrote it."""
+    if not checkpoints.checkpoint_paths(stem)[1].is_file():
+        return None
+    try:
+        model = load(stem)
+    except CheckpointError:
+        return None  # damaged or foreign: trained again and replaced
+    stored = model.checkpoint_meta.get("training", {}).get("fingerprint")
+    return model if stored == json.loads(json.dumps(fingerprint)) else None
 
 
 def _quiet(message: str) -> None:

@@ -21,6 +21,7 @@ import copy
 import csv
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from torch import Tensor, nn
 from gym_s3 import distributed
 from gym_s3.data.windows import NormStats
 from gym_s3.distill.loss import rollout_loss
+from gym_s3.distill.resume import EpochState, load_state, save_state
 from gym_s3.distill.windows import WindowSource, fixed_subset
 from gym_s3.dynamics.base import DynamicsBackend
 from gym_s3.dynamics.learned import LearnedBackend
@@ -195,6 +197,9 @@ def train(
     *,
     log_csv: str | Path | None = None,
     label: str | None = None,
+    resume: Path | None = None,
+    fingerprint: dict[str, Any] | None = None,
+    on_best: Callable[[DynamicsBackend, int, float], None] | None = None,
 ) -> TrainResult:
     """Train ``backend`` in place and keep the weights of the best validation epoch.
 
@@ -206,6 +211,12 @@ def train(
         config: hyper-parameters.
         log_csv: optional CSV file receiving one row per epoch.
         label: name shown on the progress bar.
+        resume: stem of the training state (:mod:`gym_s3.distill.resume`): continued from if it
+            holds a state of this run (same ``fingerprint``), rewritten after every epoch.
+        fingerprint: what identifies the run (backend, config, dataset) for ``resume``.
+        on_best: called on rank 0 with ``(backend, epoch, val_loss)`` whenever the validation
+            loss improves, while the backend holds those weights (to save a best-so-far
+            checkpoint that survives an interruption).
 
     Returns:
         The per-epoch log and the best epoch (identical on every rank under torchrun).
@@ -244,18 +255,28 @@ def train(
         return distributed.weighted_means({"val": (loss, float(len(val_idx)))}, ctx)["val"]
 
     result = TrainResult(trainable_params=sum(p.numel() for p in params))
-    best = validate()
-    best_state = copy.deepcopy(backend.state_dict())
-    result.best_val_loss, result.best_epoch = best, 0
-    rows = [{"epoch": 0, "train_loss": None, "val_loss": best, "lr": config.lr,
-             "skipped": 0, "seconds": time.perf_counter() - start}]  # fmt: skip
+    fingerprint = fingerprint or {}
+    state = (
+        load_state(resume, fingerprint, backend, opt, sched, gen) if resume is not None else None
+    )
+    if state is None:
+        best = validate()
+        first = {"epoch": 0, "train_loss": None, "val_loss": best, "lr": config.lr,
+                 "skipped": 0, "seconds": time.perf_counter() - start}  # fmt: skip
+        state = EpochState(epoch=0, rows=[first], best=best, best_epoch=0, bad=0,
+                           best_state=copy.deepcopy(backend.state_dict()))  # fmt: skip
+    best, best_state, rows, bad = state.best, state.best_state, state.rows, state.bad
+    result.best_val_loss, result.best_epoch = best, state.best_epoch
     log_csv = log_csv if ctx.is_main else None
     _write_csv(log_csv, rows)
-    bad = 0
     progress = progress_bar(enabled=config.progress and ctx.is_main)
     with progress:
         task = progress.add_task(label or backend.name, total=config.epochs * per_epoch)
-        for epoch in range(1, config.epochs + 1):
+        progress.update(task, completed=state.epoch * per_epoch)
+        for epoch in range(state.epoch + 1, config.epochs + 1):
+            if bad >= config.patience:  # a resumed run that had already stopped
+                result.stopped_early = True
+                break
             backend.train()
             order = _epoch_order(len(train_windows), per_epoch * config.batch_size, gen, ctx)
             total, count, skipped = 0.0, 0, 0
@@ -283,15 +304,21 @@ def train(
                          "lr": sched.get_last_lr()[0], "skipped": skipped,
                          "seconds": time.perf_counter() - start})  # fmt: skip
             _write_csv(log_csv, rows)
-            if val < best * (1.0 - config.min_improvement):
+            improved = val < best * (1.0 - config.min_improvement)
+            if improved:
                 best, bad = val, 0
                 best_state = copy.deepcopy(backend.state_dict())
                 result.best_epoch, result.best_val_loss = epoch, val
+                if on_best is not None and ctx.is_main:
+                    on_best(backend, epoch, val)
             else:
                 bad += 1
-                if bad >= config.patience:
-                    result.stopped_early = True
-                    break
+            if resume is not None and ctx.is_main:
+                done = EpochState(epoch, rows, best, result.best_epoch, bad, best_state)
+                save_state(resume, fingerprint, done, backend, opt, sched, gen)
+            if bad >= config.patience:
+                result.stopped_early = True
+                break
     backend.load_state_dict(best_state)
     backend.eval()
     for p in backend.parameters():

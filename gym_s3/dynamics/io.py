@@ -10,6 +10,7 @@ the dataset hash and a training summary. The default checkpoints of all four bac
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,12 @@ import torch
 from gym_s3 import checkpoints
 from gym_s3.dynamics.base import HISTORY_FEATURES, DynamicsBackend
 from gym_s3.errors import CheckpointError, ConfigError
+from gym_s3.plausibility import DYNAMICS_CONFIG_BOUNDS, check_bounds
 
 #: Checkpoint kind of dynamics backends.
 KIND = "dynamics"
-#: Folder of the shipped default checkpoints.
-ASSET_DIR = Path(__file__).resolve().parent.parent / "assets" / "dynamics"
+#: Folder of the shipped default checkpoints (found through the package, never the working folder).
+ASSET_DIR = Path(str(resources.files("gym_s3") / "assets" / "dynamics"))
 
 
 def default_checkpoint(name: str) -> Path:
@@ -63,11 +65,15 @@ def save(
 
 
 def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
+    """The checkpoint stem meant by a backend name or a path.
+
+    A backend name means its shipped checkpoint, never a file of that name in the working folder
+    (write ``./ddm`` for that); anything else is a checkpoint path.
+    """
     from gym_s3.dynamics import backend_names
 
     text = os.fspath(name_or_path)
-    weights, sidecar = checkpoints.checkpoint_paths(text)
-    if text in backend_names() and not (weights.exists() or sidecar.exists()):
+    if text in backend_names():
         stem = default_checkpoint(text)
         if not checkpoints.checkpoint_paths(stem)[1].is_file():
             raise CheckpointError(
@@ -126,14 +132,14 @@ def load(
     config = meta.get("config")
     if not isinstance(config, dict):
         raise CheckpointError(f"{what} has no backend config; re-save the checkpoint")
+    fix = "the sidecar was edited or damaged; restore it or re-train the backend"
+    check_bounds(config, DYNAMICS_CONFIG_BOUNDS, where=what, error=CheckpointError, fix=fix)
     try:
-        model = make(name, **config)
+        model = checkpoints.build_checked(lambda: make(name, **config), ckpt.tensors, what)
     except (ConfigError, TypeError) as exc:
         raise CheckpointError(
             f"{what}: its config does not build a '{name}' backend ({exc})"
         ) from exc
-    checkpoints.check_tensors(ckpt.tensors, model.state_dict(), what)
-    model.load_state_dict(ckpt.tensors)
     if isinstance(model, LearnedBackend):
         model.set_norm_stats(stats_from_meta(meta.get("normalization"), what))
     model.checkpoint_meta = meta

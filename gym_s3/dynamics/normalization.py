@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from gym_s3.data.windows import NormStats
 from gym_s3.dynamics.base import NUM_HISTORY_FEATURES
 from gym_s3.errors import CheckpointError, DataFormatError
+from gym_s3.plausibility import MEAN_BOUNDS, STD_BOUNDS, check_value
 
 
 def identity_stats() -> NormStats:
@@ -33,9 +34,17 @@ def stats_from_meta(data: Any, what: str) -> NormStats:
     if not isinstance(data, dict):
         raise CheckpointError(f"{what} has no normalisation statistics; re-train or re-save it")
     try:
-        return NormStats.from_dict(data)
+        stats = NormStats.from_dict(data)
     except DataFormatError as exc:
         raise CheckpointError(f"{what}: {exc}; re-train or re-save the checkpoint") from exc
+    fix = "the sidecar was edited or damaged; restore it or re-train the backend"
+    for name in ("history_mean", "target_mean", "delta_mean", "history_std", "target_std",
+                 "delta_std"):  # fmt: skip
+        bounds = STD_BOUNDS if name.endswith("_std") else MEAN_BOUNDS
+        for i, value in enumerate(getattr(stats, name).tolist()):
+            check_value(f"normalization.{name}[{i}]", value, bounds, where=what, fix=fix,
+                        error=CheckpointError)  # fmt: skip
+    return stats
 
 
 class Normalizer(nn.Module):

@@ -23,11 +23,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium.error import ResetNeeded
 
 from gym_s3.beamng.link import BeamNGConfig, SimLink, ground_model_updates
 from gym_s3.beamng.lua import render_ground_models_lua
 from gym_s3.errors import ActionError, ConfigError
 from gym_s3.observations import EgoState
+from gym_s3.plausibility import check_seed
 from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
 from gym_s3.spec import CONTROL_DT_S, single_action_space, single_observation_space
 from gym_s3.task import TaskConfig, TrackingTask, lap_task
@@ -154,6 +156,7 @@ class S3BeamNGEnv(gym.Env):
         self.task = TrackingTask(self._pool, 1, cfg.task)
         self._generator = torch.Generator().manual_seed(0)
         self._link: SimLink | None = None
+        self._closed = False
         self._trail: list[tuple[float, float]] = []
         self._ego: EgoState | None = None
 
@@ -215,7 +218,7 @@ class S3BeamNGEnv(gym.Env):
 
         ``options``: ``{"surface": name}`` changes the base surface for this and later episodes.
         """
-        super().reset(seed=seed)
+        super().reset(seed=None if seed is None else check_seed(seed))
         if seed is not None:
             self._generator.manual_seed(seed)
         if options and "surface" in options:
@@ -239,7 +242,17 @@ class S3BeamNGEnv(gym.Env):
         return obs[0].numpy().copy(), info
 
     def step(self, action: Any):
-        """Apply ``[steer, accel]`` for one 50 ms step and observe."""
+        """Apply ``[steer, accel]`` for one 50 ms step and observe.
+
+        Raises:
+            ResetNeeded: before the first :meth:`reset` or after :meth:`close`.
+        """
+        if self._link is None:
+            state = "closed" if self._closed else "not reset yet"
+            raise ResetNeeded(
+                f"S3BeamNG-v0 is {state}: call reset() before step() (reset() connects to the "
+                "simulator, again after close())"
+            )
         act = self._validate(action)
         steer, accel = float(act[0, 0]), float(act[0, 1])
         self._link.control(steer, max(accel, 0.0), max(-accel, 0.0))
@@ -293,6 +306,7 @@ class S3BeamNGEnv(gym.Env):
     def close(self) -> None:
         """Disconnect; quit the simulator only if this env launched it; stop an own stand-in."""
         link, self._link = self._link, None
+        self._closed = True
         if link is not None:
             link.close()
         super().close()

@@ -36,6 +36,7 @@ from gym_s3.envs.config import DistilledConfig
 from gym_s3.envs.pools import scenario_source
 from gym_s3.errors import ConfigError
 from gym_s3.observations import EgoState
+from gym_s3.plausibility import check_seed
 from gym_s3.rows import ResetRows
 from gym_s3.task import TrackingTask
 
@@ -135,7 +136,7 @@ class DistilledCore:
 
     def seed(self, seed: int | None) -> int:
         """Reseed the generator (``None``: fresh entropy); returns the seed used."""
-        seed = secrets.randbits(63) if seed is None else int(seed)
+        seed = secrets.randbits(63) if seed is None else check_seed(seed)
         self.generator.manual_seed(seed)
         return seed
 

@@ -46,6 +46,7 @@ from gym_s3.envs.faces import (
 from gym_s3.envs.render import tile_frames
 from gym_s3.envs.vector import S3DistilledVectorEnv
 from gym_s3.envs.view import CarSnapshot, CoreView
+from gym_s3.plausibility import check_seed
 from gym_s3.spec import (
     batched_action_space,
     batched_observation_space,
@@ -114,7 +115,7 @@ class S3DistilledEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start a new episode (``options={"scenario": id}`` picks the scenario)."""
-        super().reset(seed=seed)
+        super().reset(seed=None if seed is None else check_seed(seed))
         scenario = None
         if options and "scenario" in options:
             scenario = torch.tensor([int(options["scenario"])])
@@ -219,7 +220,7 @@ class S3DistilledBatchEnv(gym.Env):
 
         ``options["scenario"]`` (``(N,)`` ints) picks the scenarios instead of random draws.
         """
-        super().reset(seed=seed)
+        super().reset(seed=None if seed is None else check_seed(seed))
         options = check_reset_options(options)
         mask, scenario = options.get("reset_mask"), options.get("scenario")
         obs = self.core.reset(mask, seed=seed, scenario=scenario)

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from gym_s3.errors import ConfigError, TrackFormatError
+from gym_s3.safe_io import MAX_TEXT_BYTES, read_bounded
 from gym_s3.tracks.analysis import detect_corners
 from gym_s3.tracks.geometry import polyline_crossings
 from gym_s3.tracks.path import ReferencePath
@@ -86,8 +87,9 @@ def read_table(path: str | Path, defaults: dict[int, tuple[str, ...]]) -> Table:
     """
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = read_bounded(path, limit=MAX_TEXT_BYTES, what="track CSV", error=TrackFormatError)
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
         raise _fail(file, None, f"cannot read the file ({exc})", "check the path") from exc
     columns: tuple[str, ...] | None = None
     rows, lines = [], []

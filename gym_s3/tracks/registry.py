@@ -67,10 +67,13 @@ def list_tracks() -> tuple[TrackKind, ...]:
 def _seed(kind: str, arg: str) -> int:
     """Parse the integer seed of ``kind:<seed>``."""
     try:
-        return int(arg)
+        seed = int(arg)
     except ValueError:
-        msg = f"track '{kind}:{arg}': the seed must be an integer, e.g. {kind}:0"
+        seed = -1
+    if not 0 <= seed < 2**63:
+        msg = f"track '{kind}:{arg}': the seed must be an integer in [0, 2**63), e.g. {kind}:0"
         raise ConfigError(msg) from None
+    return seed
 
 
 def _putnam(arg: str, kwargs: dict[str, Any]) -> ReferencePath:

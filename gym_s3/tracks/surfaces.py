@@ -215,6 +215,10 @@ class SurfaceBatch:
         return self.lookup(points)[0]
 
 
+#: Most patches one episode may have (a road of 5 km holds 200 patches 25 m apart).
+MAX_PATCHES = 200
+
+
 @dataclass(frozen=True)
 class PatchConfig:
     """How ice (or other) patches are drawn along a path for each episode.
@@ -245,6 +249,11 @@ class PatchConfig:
         lo, hi = self.count
         if not 0 <= lo <= hi:
             raise ConfigError(f"patch count range must satisfy 0 <= min <= max, got {self.count}")
+        if hi > MAX_PATCHES:
+            raise ConfigError(
+                f"patch count {hi} is more than {MAX_PATCHES} patches per episode (every patch "
+                f"costs time on every step); use at most {MAX_PATCHES}"
+            )
         if not 0 < self.length_m[0] <= self.length_m[1]:
             raise ConfigError(f"patch length range must be positive and ordered: {self.length_m}")
         if not 0 < self.coverage[0] <= self.coverage[1] <= 1.0:

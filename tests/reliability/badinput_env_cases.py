@@ -82,6 +82,34 @@ def _beamng(**kwargs: Any) -> None:
     S3BeamNGEnv(**kwargs).close()
 
 
+def _beamng_step(work: Path, *, reset_and_close: bool) -> None:
+    """Step ``S3BeamNG-v0`` (on an own stand-in) that was never reset, or reset and closed."""
+    from gym_s3.envs.beamng import S3BeamNGEnv
+
+    env = S3BeamNGEnv(standin=True, socket_timeout=10.0)
+    try:
+        if reset_and_close:
+            env.reset(seed=0)
+            env.close()
+        env.step(np.zeros(2, dtype=np.float32))
+    finally:
+        env.close()
+
+
+def _beamng_huge_seed(work: Path) -> None:
+    """Reset ``S3BeamNG-v0`` with a seed beyond 64 bits (nothing connects first)."""
+    from gym_s3.envs.beamng import S3BeamNGEnv
+
+    env = S3BeamNGEnv(standin=True, socket_timeout=10.0)
+    try:
+        env.reset(seed=2**70)
+    finally:
+        env.close()
+
+
+#: what a seed beyond 63 bits must say
+HUGE_SEED = r"seed 1180591620717411303424 is outside \[0, 2\*\*63 - 1\]"
+
 CASES: tuple[Case, ...] = (
     Case("env-unknown-backend",
          lambda w: gym.make("S3Distilled-v0", backend="transformr", **SMALL),
@@ -145,6 +173,17 @@ CASES: tuple[Case, ...] = (
     Case("beamng-env-unknown-surface",
          lambda w: _beamng(surface="lava"),
          ConfigError, r"unknown surface 'lava'", r"valid surfaces: asphalt"),
+    Case("reset-seed-2-70", lambda w: _batched().reset(seed=2**70),
+         ConfigError, HUGE_SEED, r"pass a smaller seed"),
+    Case("reset-seed-2-70-single", lambda w: gym.make("S3Distilled-v0", **SMALL).reset(seed=2**70),
+         ConfigError, HUGE_SEED, r"pass a smaller seed"),
+    Case("beamng-env-reset-seed-2-70", _beamng_huge_seed,
+         ConfigError, HUGE_SEED, r"pass a smaller seed"),
+    Case("beamng-env-step-before-reset", lambda w: _beamng_step(w, reset_and_close=False),
+         ResetNeeded, r"S3BeamNG-v0 is not reset yet", r"call reset\(\) before step\(\)"),
+    Case("beamng-env-step-after-close", lambda w: _beamng_step(w, reset_and_close=True),
+         ResetNeeded, r"S3BeamNG-v0 is closed", r"call reset\(\) before step\(\)",
+         timeout_s=120.0),
     Case("beamng-env-nan-action", _beamng_nan_action,
          ActionError, r"contains NaN or inf", r"check the policy output", timeout_s=120.0),
 )  # fmt: skip

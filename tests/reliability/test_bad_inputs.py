@@ -19,10 +19,20 @@ from badinput_cli_cases import CASES as CLI_CASES
 from badinput_cli_cases import XFAIL
 from badinput_env_cases import CASES as ENV_CASES
 from badinput_file_cases import CASES as FILE_CASES
+from badinput_journal_cases import CASES as JOURNAL_CASES
+from badinput_plausibility_cases import CASES as PLAUSIBILITY_CASES
 from badinput_sim_cases import CASES as SIM_CASES
 from badinput_support import Case, CliExit
 
-CASES: tuple[Case, ...] = (*ENV_CASES, *FILE_CASES, *CKPT_CASES, *CLI_CASES, *SIM_CASES)
+CASES: tuple[Case, ...] = (
+    *ENV_CASES,
+    *FILE_CASES,
+    *JOURNAL_CASES,
+    *PLAUSIBILITY_CASES,
+    *CKPT_CASES,
+    *CLI_CASES,
+    *SIM_CASES,
+)
 
 
 def test_catalogue_is_large_and_unique() -> None:

@@ -89,6 +89,8 @@ def test_interrupted_recorder_keeps_finished_episodes_and_journal(tmp_path: Path
                 raise Crash  # 20 rows flushed, 5 buffered: the process dies here
             second.append(row)
     assert finished.read_bytes() == saved
+    assert second._file is not None
+    second._file.close()  # the process is gone: the OS closes its files and drops the lock
     columns, meta, complete = read_journal(second.journal_path)
     assert complete and len(columns["t"]) == 20 and meta.episode_id == "e1"
     (result,) = recover(tmp_path)
