@@ -9,6 +9,7 @@ statistics — lives here, batched over N cars and free of host synchronisation.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -20,7 +21,7 @@ from gym_s3.observations import EgoState, build_observation
 from gym_s3.rewards import compute_reward
 from gym_s3.rows import ResetRows
 from gym_s3.scenarios.pool import ScenarioPool
-from gym_s3.spec import LOOKAHEAD_M
+from gym_s3.spec import CONTROL_DT_S, LOOKAHEAD_M
 from gym_s3.task_config import TaskConfig, lap_task
 from gym_s3.tracks.surfaces import SurfaceBatch
 
@@ -62,8 +63,11 @@ class TaskStep:
     Attributes:
         obs: ``(N, F)`` float32 observation.
         reward: ``(N,)`` float32 reward.
-        terminated: ``(N,)`` bool: off road, spin-out, non-finite state or route completed.
-        truncated: ``(N,)`` bool: time limit reached (never together with ``terminated``).
+        terminated: ``(N,)`` bool: off road, spin-out, non-finite state, stalled or route
+            completed.
+        truncated: ``(N,)`` bool: time limit reached (never together with ``terminated``); the
+            limit is per car (``TaskConfig.max_episode_steps`` or derived from the route's
+            reference time, ``TaskConfig.time_limit_factor``).
         info: per-car diagnostics ``(N,)``: reward terms (``reward/<term>``), pose (``x``, ``y``,
             ``yaw``), tracking errors, termination reasons and ``episode/<metric>`` summaries
             (valid where done).
@@ -114,6 +118,8 @@ class TrackingTask:
         self.hint = zi.clone()
         self.s = z.clone()
         self.steps = zi.clone()
+        self.limit = torch.full_like(zi, config.max_episode_steps)
+        self.standing = zi.clone()
         self.prev_action = torch.zeros(num_envs, 2, dtype=dtype, device=self.device)
         self.surfaces: SurfaceBatch = pool.surfaces.index(self.variant)
         self.stats = metrics.EpisodeStats.zeros(num_envs, self.device, dtype)
@@ -181,9 +187,21 @@ class TrackingTask:
         self.hint = put(self.hint, start_idx)
         self.s = put(self.s, s0)
         self.steps = put(self.steps, torch.zeros_like(start_idx))
+        self.standing = put(self.standing, torch.zeros_like(start_idx))
+        self.limit = put(self.limit, self._step_limit(variant, s0))
         self.prev_action = put(self.prev_action, self.prev_action.new_zeros(len(new), 2))
         self.stats.reset(select.mask)
         return pose
+
+    def _step_limit(self, variant: Tensor, start: Tensor) -> Tensor:
+        """``(R,)`` steps before truncation of episodes on ``variant`` starting at ``start`` [m]."""
+        cfg = self.config
+        cap = torch.full_like(variant, cfg.max_episode_steps)
+        if cfg.time_limit_factor is None:
+            return cap
+        ref = self.pool.route_time(variant, start, cfg.complete_laps or 1.0)
+        steps = torch.ceil(cfg.time_limit_factor * ref / CONTROL_DT_S).to(torch.int64)
+        return torch.minimum(steps.clamp(min=1), cap)
 
     def _draw(
         self, scenario: Tensor, generator: torch.Generator, rows: Tensor | None = None
@@ -309,10 +327,11 @@ class TrackingTask:
         if cfg.complete_laps is not None:
             laps = (self.stats.progress + advanced) / length
             completed = completed | (closed & (laps >= cfg.complete_laps))
-        failed = off | spin | bad
+        stalled = self._stalled(ego.v_long)
+        failed = off | spin | bad | stalled
         terminated = failed | completed
         self.steps = self.steps + 1
-        truncated = (self.steps >= cfg.max_episode_steps) & ~terminated
+        truncated = (self.steps >= self.limit) & ~terminated
         action = action.to(self.dtype)
         delta = metrics.action_change(action, self.prev_action)
         reward, terms = compute_reward(
@@ -349,6 +368,7 @@ class TrackingTask:
             off_track=off,
             spin_out=spin,
             non_finite=bad,
+            stalled=stalled,
             completed=completed,
             wheel_mu=wheel_mu,
         )
@@ -356,6 +376,15 @@ class TrackingTask:
         summary["completion"] = metrics.completion(self.stats.progress, length)
         info.update({f"episode/{k}": v for k, v in summary.items()})
         return TaskStep(obs, reward.to(torch.float32), terminated, truncated, info)
+
+    def _stalled(self, speed: Tensor) -> Tensor:
+        """``(N,)`` bool: the car has stood (``speed`` below the stall speed) for the stall time."""
+        cfg = self.config
+        standing = speed.abs() < cfg.stall_speed_mps
+        self.standing = torch.where(standing, self.standing + 1, torch.zeros_like(self.standing))
+        if cfg.stall_time_s is None:
+            return torch.zeros_like(standing)
+        return self.standing >= math.ceil(cfg.stall_time_s / CONTROL_DT_S - 1e-9)
 
 
 def _sanitize(ego: EgoState) -> EgoState:

@@ -203,6 +203,20 @@ def _register_evaluate(subparsers: Any) -> None:
         help="cap on steps per lap [steps of 50 ms] (default: a full lap)",
     )
     p.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="lap time limit [s] (default: twice the reference lap time of the friction-aware "
+        "target speeds on each surface layout, e.g. about 236 s on dry Putnam, 644 s on ice)",
+    )
+    p.add_argument(
+        "--no-expert",
+        action="store_true",
+        help="skip the scripted expert's reference laps (by default every lap table has the "
+        "expert's row and each policy row its ratio to it)",
+    )
+    p.add_argument(
         "--gif-every",
         type=int,
         default=0,
@@ -243,7 +257,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     backend = args.backend or policy.backend
     lap_kw = dict(surfaces=_csv(args.surfaces, str), ice_patches=_csv(args.ice_patches, int),
                   track=args.track, seed=args.seed, render_every=args.gif_every,
-                  max_steps=args.max_steps)  # fmt: skip
+                  max_steps=args.max_steps, time_limit_s=args.time_limit,
+                  expert=not args.no_expert)  # fmt: skip
     results = []
     sim = dict(host=args.host, port=args.port, home=args.home, launch=args.launch,
                level=args.level, vehicle_model=args.vehicle,

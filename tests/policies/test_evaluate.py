@@ -74,7 +74,7 @@ def test_bad_explicit_layouts_or_starts_are_refused(kwargs, match):
 def test_distilled_laps_drive_the_lap_from_a_standing_start(policy):
     """One run per surface × patch count, from s = 0 at rest, on the lap layout."""
     results = evaluate_distilled_laps(policy, surfaces=("asphalt", "ice"), ice_patches=(0, 3),
-                                      max_steps=25, progress=False)  # fmt: skip
+                                      max_steps=25, progress=False, expert=False)  # fmt: skip
     assert [(r.condition["surface"], r.condition["ice_patches"]) for r in results] == [
         ("asphalt", 0), ("asphalt", 3), ("ice", 0), ("ice", 3)]  # fmt: skip
     putnam = resolve_track("putnam")
@@ -116,7 +116,8 @@ def test_cli_evaluates_distilled_laps_and_labels(policy, tmp_path, capsys):
     assert rc == 0
     runs = json.loads((out / "results.json").read_text())["runs"]
     assert [r["condition"].get("label", r["condition"].get("surface")) for r in runs] == [
-        "asphalt", "sharp_turn"]  # fmt: skip
+        "asphalt", "asphalt", "sharp_turn"]  # fmt: skip
+    assert [r["driver"] for r in runs] == ["expert", "policy", "policy"]
     assert (out / "trajectory_asphalt_p2.png").stat().st_size > 0
     assert (out / "labels.png").stat().st_size > 0  # label sets get their bar plot
     assert "asphalt +2 ice" in capsys.readouterr().out
