@@ -60,7 +60,9 @@ class TaskConfig:
         if self.max_episode_steps < 1:
             raise ConfigError(f"max_episode_steps must be >= 1, got {self.max_episode_steps}")
         if self.time_limit_factor is not None and not self.time_limit_factor > 0:
-            raise ConfigError(f"time_limit_factor must be > 0 or None, got {self.time_limit_factor}")
+            raise ConfigError(
+                f"time_limit_factor must be > 0 or None, got {self.time_limit_factor}"
+            )
         if not self.stall_speed_mps >= 0:
             raise ConfigError(f"stall_speed_mps must be >= 0 [m/s], got {self.stall_speed_mps}")
         if self.stall_time_s is not None and not self.stall_time_s > 0:

@@ -307,7 +307,7 @@ def drive_laps(
     max_steps: int | None,
     progress: bool,
 ) -> list[RunResult]:
-    """One lap per surface × ice-patch count and driver, in ``make_env(surface, patches, obs_mode)``.
+    """One lap per surface × ice-patch count and driver in ``make_env(surface, patches, obs_mode)``.
 
     Every driver (a policy, or the scripted expert of :mod:`policies.expert_driver`) drives the
     same lap in a fresh env; policy rows get their ratios to the expert's row of the same lap
@@ -347,9 +347,10 @@ def compare_with_expert(results: Sequence[RunResult]) -> list[RunResult]:
         if r.driver == EXPERT or ref is None:
             continue
         both_done = r.terminated_by == ref.terminated_by == "completed"
+        ref_steps = ref.metrics["steps"] if both_done else 0.0
         pairs = {"cte_mean": (r.metrics["cte_mean"], ref.metrics["cte_mean"]),
                  "cte_max": (r.metrics["cte_max"], ref.metrics["cte_max"]),
-                 "lap_time": (r.metrics["steps"], ref.metrics["steps"] if both_done else 0.0)}  # fmt: skip
+                 "lap_time": (r.metrics["steps"], ref_steps)}  # fmt: skip
         r.vs_expert = {k: (a / b if b > 0 else None) for k, (a, b) in pairs.items()}
     return list(results)
 

@@ -1,4 +1,4 @@
-"""How long an episode may last: the stall rule and the time limit derived from the reference lap."""
+"""How long an episode may last: the stall rule and the lap limit derived from the reference."""
 
 from __future__ import annotations
 

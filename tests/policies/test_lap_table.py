@@ -33,7 +33,7 @@ def _row(driver: str, surface: str, end: str, cte: float, steps: float) -> RunRe
 
 
 def test_ratios_pair_each_policy_row_with_the_expert_on_the_same_lap():
-    """policy / expert on the same env and condition; lap time only when both completed."""
+    """Ratios are policy / expert on the same env and lap; lap time only when both completed."""
     rows = compare_with_expert([
         _row("expert", "ice", "completed", 0.2, 100.0),
         _row("policy", "ice", "completed", 0.3, 130.0),
