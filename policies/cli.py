@@ -10,9 +10,12 @@ from gym_s3.errors import ConfigError
 
 
 def register(subparsers: Any) -> None:
-    """Add ``train`` and ``evaluate`` to the ``s3`` command line."""
+    """Add ``train``, ``evaluate`` and ``gap`` to the ``s3`` command line."""
+    from policies import gap
+
     _register_train(subparsers)
     _register_evaluate(subparsers)
+    gap.register(subparsers)
 
 
 def _register_train(subparsers: Any) -> None:

@@ -33,6 +33,8 @@ def policy_quality(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     Returns:
         mean completion, mean cross-track error [m], runs completed and runs failed.
     """
+    from policies.evaluate import FAILURES
+
     if not runs:
         return {"completion": 0.0, "cte_mean": float("nan"), "completed": 0, "failed": 0}
     comp = [r["metrics"]["completion"] for r in runs]
@@ -41,7 +43,7 @@ def policy_quality(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         "completion": sum(comp) / len(comp),
         "cte_mean": sum(cte) / len(cte),
         "completed": sum(r["terminated_by"] == "completed" for r in runs),
-        "failed": sum(r["terminated_by"] in ("off_track", "spin_out", "non_finite") for r in runs),
+        "failed": sum(r["terminated_by"] in FAILURES for r in runs),
         "runs": len(runs),
     }
 
@@ -114,6 +116,26 @@ def scorecard_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Gap ratios (high-fidelity / distilled, from ``s3 gap``) shown per backend and condition.
+GAP_COLUMNS: tuple[str, ...] = ("cte_mean", "cte_max", "lap_time", "progress_120s")
+
+
+def gap_markdown(gaps: Mapping[str, Mapping[str, Any]]) -> str:
+    """The sim-to-sim gap per backend and surface condition as Markdown (from ``gap.json``)."""
+    from policies.evaluate import describe_condition
+
+    lines = ["Sim-to-sim gap (high-fidelity / distilled; 1 = the distilled env predicted the lap):",
+             "", "| backend | high-fidelity | condition | " + " | ".join(GAP_COLUMNS) + " |",
+             "|---|---|---|" + "---|" * len(GAP_COLUMNS)]  # fmt: skip
+    for backend, report in gaps.items():
+        for run in report["runs"]:
+            ratios = [run["ratio"].get(k) for k in GAP_COLUMNS]
+            cells = [backend, report["simulator"], describe_condition(run["condition"])]
+            cells += ["-" if v is None else f"{v:.2f}" for v in ratios]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def register(subparsers: Any) -> None:
     """Add ``s3 scorecard`` to the command line."""
     p = subparsers.add_parser(
@@ -128,6 +150,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--policy", action="append", default=[], metavar="BACKEND=RESULTS_JSON",
                    help="results.json of `s3 evaluate` for the policy trained on BACKEND "
                    "(repeat per backend)")  # fmt: skip
+    p.add_argument("--gap", action="append", default=[], metavar="BACKEND=GAP_JSON",
+                   help="gap.json of `s3 gap` for the policy trained on BACKEND: adds the "
+                   "sim-to-sim gap per surface condition (repeat per backend)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="write scorecard.md/.json here")
     p.set_defaults(func=_run)
 
@@ -153,6 +178,14 @@ def _run(args: argparse.Namespace) -> int:
         runs[backend] = _read_json(Path(path), "policy evaluation")["runs"]
     rows = build_scorecard(open_loop, runs)
     text = scorecard_markdown(rows)
+    gaps = {}
+    for item in args.gap:
+        if "=" not in item:
+            raise DataFormatError(f"--gap expects BACKEND=GAP_JSON, got '{item}'")
+        backend, path = item.split("=", 1)
+        gaps[backend] = _read_json(Path(path), "sim-to-sim gap report")
+    if gaps:
+        text += "\n" + gap_markdown(gaps)
     print(text)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
