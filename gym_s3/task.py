@@ -120,6 +120,7 @@ class TrackingTask:
         self.steps = zi.clone()
         self.limit = torch.full_like(zi, config.max_episode_steps)
         self.standing = zi.clone()
+        self.mu_scale = torch.ones(num_envs, dtype=dtype, device=self.device)
         self.prev_action = torch.zeros(num_envs, 2, dtype=dtype, device=self.device)
         self.surfaces: SurfaceBatch = pool.surfaces.index(self.variant)
         self.stats = metrics.EpisodeStats.zeros(num_envs, self.device, dtype)
@@ -138,7 +139,10 @@ class TrackingTask:
         With ``rows``, ``ego`` holds those cars only and the result is ``(R, 4)``.
         """
         surfaces = self.surfaces if rows is None else self.surfaces.index(rows)
-        return surfaces.friction_at(self.wheel_points(ego).to(self.dtype))
+        mu = surfaces.friction_at(self.wheel_points(ego).to(self.dtype))
+        if self.config.friction_noise == 0.0:
+            return mu
+        return mu * (self.mu_scale if rows is None else self.mu_scale[rows])[:, None]
 
     # ------------------------------------------------------------------ reset
     def reset(
@@ -177,7 +181,7 @@ class TrackingTask:
             new = scenario.to(self.device)
         if select.rows is None:
             new = torch.where(select.mask, new, self.scenario)
-        pose, s0, start_idx = self._draw(new, generator, select.rows)
+        pose, s0, start_idx, mu_scale = self._draw(new, generator, select.rows)
         variant = self.pool.scenario_variant[new]
         put = select.put
         self.scenario = put(self.scenario, new)
@@ -189,6 +193,7 @@ class TrackingTask:
         self.steps = put(self.steps, torch.zeros_like(start_idx))
         self.standing = put(self.standing, torch.zeros_like(start_idx))
         self.limit = put(self.limit, self._step_limit(variant, s0))
+        self.mu_scale = put(self.mu_scale, mu_scale)
         self.prev_action = put(self.prev_action, self.prev_action.new_zeros(len(new), 2))
         self.stats.reset(select.mask)
         return pose
@@ -205,15 +210,16 @@ class TrackingTask:
 
     def _draw(
         self, scenario: Tensor, generator: torch.Generator, rows: Tensor | None = None
-    ) -> tuple[StartPose, Tensor, Tensor]:
+    ) -> tuple[StartPose, Tensor, Tensor, Tensor]:
         """Start poses of cars beginning ``scenario`` ``(R,)``, with start noise.
 
         The noise is drawn for all N cars (the same stream whatever is reset) and, with
-        ``rows``, kept for those cars.
+        ``rows``, kept for those cars. Standing starts and friction noise draw only when on.
 
         Returns:
-            ``(pose, s0, start_index)``: the poses, the start arc lengths ``(R,)`` [m] and the
-            sample index of the start (the first projection hint).
+            ``(pose, s0, start_index, mu_scale)``: the poses, the start arc lengths ``(R,)``
+            [m], the sample index of the start (the first projection hint) and the friction
+            scale of the episode ``(R,)``.
         """
         variant = self.pool.scenario_variant[scenario]
         pid = self.pool.variant_path[variant]
@@ -228,6 +234,11 @@ class TrackingTask:
         lateral = uniform(-cfg.start_lateral_m, cfg.start_lateral_m)
         dyaw = uniform(-cfg.start_heading_rad, cfg.start_heading_rad)
         frac = uniform(*cfg.start_speed_fraction)
+        if cfg.start_from_rest > 0.0:
+            frac = torch.where(uniform(0.0, 1.0) < cfg.start_from_rest, 0.0, frac)
+        mu_scale = torch.ones_like(frac)
+        if cfg.friction_noise > 0.0:
+            mu_scale = uniform(1.0 - cfg.friction_noise, 1.0 + cfg.friction_noise)
         bank = self.pool.bank
         smp = bank.sample(pid, s0)
         start_idx = torch.floor(bank.wrap_s(pid, s0) / bank.ds[pid]).to(torch.int64)
@@ -238,7 +249,7 @@ class TrackingTask:
             yaw=smp.heading + dyaw,
             speed=frac * self.pool.target_speed(variant, s0),
         )
-        return pose, s0, start_idx
+        return pose, s0, start_idx, mu_scale
 
     # ------------------------------------------------------------------ observation and step
     def _observe(

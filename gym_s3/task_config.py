@@ -33,6 +33,9 @@ class TaskConfig:
         start_lateral_m: start lateral offset drawn from ``U(-x, x)`` [m].
         start_heading_rad: start heading error drawn from ``U(-x, x)`` [rad].
         start_speed_fraction: start speed as a fraction of the target speed, ``U(lo, hi)``.
+        start_from_rest: share of episodes that start standing still instead [0..1].
+        friction_noise: each episode scales the friction of its whole surface layout (what the
+            car feels, not what the target speeds assume) by ``U(1 - x, 1 + x)`` [-]; 0: exact.
         complete_margin_m: an open route is completed this close to its end [m].
         complete_laps: on closed paths, the episode is completed after this many laps of
             progress (``None``: closed-path episodes end only by failure or the time limit).
@@ -50,6 +53,8 @@ class TaskConfig:
     start_lateral_m: float = 0.5
     start_heading_rad: float = 0.05
     start_speed_fraction: tuple[float, float] = (0.6, 1.0)
+    start_from_rest: float = 0.0
+    friction_noise: float = 0.0
     complete_margin_m: float = 2.0
     complete_laps: float | None = None
     window: int = 12
@@ -68,6 +73,12 @@ class TaskConfig:
         if self.stall_time_s is not None and not self.stall_time_s > 0:
             raise ConfigError(
                 f"stall_time_s must be > 0 [s] or None (no stall rule), got {self.stall_time_s}"
+            )
+        if not 0.0 <= self.start_from_rest <= 1.0:
+            raise ConfigError(f"start_from_rest must be in [0, 1], got {self.start_from_rest}")
+        if not 0.0 <= self.friction_noise < 1.0:
+            raise ConfigError(
+                f"friction_noise must be in [0, 1) (a relative range), got {self.friction_noise}"
             )
         lo, hi = self.start_speed_fraction
         if not 0.0 <= lo <= hi:

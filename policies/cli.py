@@ -57,6 +57,11 @@ def _register_train(subparsers: Any) -> None:
         "lr": "Adam learning rate",
         "entropy_coef": "entropy bonus weight",
         "max_episode_steps": "episode length [steps of 50 ms]",
+        "pool": "surface distribution of the scenario pool: all_surfaces (every surface, "
+        "full-ice/snow laps, ice at corners, asphalt->ice transitions) or default (mostly dry)",
+        "start_from_rest": "share of episodes starting at standstill [0..1]",
+        "friction_noise": "per-episode friction scale U(1-x, 1+x) the car feels [-]",
+        "obs_noise": "observation noise std as a share of each feature's half range [-]",
         "eval_every": "quick evaluation every N iterations (0: never)",
         "checkpoint_every": "checkpoint every N iterations (0: only the final one)",
         "seed": "random seed",

@@ -73,10 +73,21 @@ class TrainResult:
 
 
 def make_train_env(config: PPOConfig):
-    """The TorchRL environment of the run (native ``EnvBase`` over ``S3Distilled-v0``)."""
+    """The TorchRL environment of the run (native ``EnvBase`` over ``S3Distilled-v0``).
+
+    With ``config.obs_noise`` the observations the actor and critic see carry Gaussian noise
+    (:class:`policies.robustness.ObservationNoise`).
+    """
     from gym_s3.adapters.torchrl import make_torchrl_env
 
-    return make_torchrl_env(num_envs=config.num_envs, **config.env_kwargs())
+    env = make_torchrl_env(num_envs=config.num_envs, **config.env_kwargs())
+    if config.obs_noise > 0:
+        from torchrl.envs import TransformedEnv
+
+        from policies.robustness import ObservationNoise
+
+        env = TransformedEnv(env, ObservationNoise(config.obs_noise, config.obs_mode, config.seed))
+    return env
 
 
 def build_modules(config: PPOConfig):
