@@ -147,28 +147,7 @@ def _register_evaluate(subparsers: Any) -> None:
         default="beamng",
         help="where to drive the laps: S3BeamNG-v0 or S3Distilled-v0",
     )
-    p.add_argument(
-        "--backend",
-        default=None,
-        help="S3Distilled-v0 dynamics backend (bicycle, ddm, trans, dytr) with --env distilled "
-        "(default: the backend the policy was trained in)",
-    )
-    p.add_argument(
-        "--dynamics-checkpoint",
-        default=None,
-        help="dynamics checkpoint of --backend (default: the shipped one)",
-    )
-    p.add_argument(
-        "--surfaces",
-        default="asphalt,asphalt_wet,gravel,snow,ice",
-        help="comma-separated base surfaces of the laps",
-    )
-    p.add_argument(
-        "--ice-patches",
-        default="0,4",
-        help="comma-separated numbers of ice patches on the lap [count]",
-    )
-    p.add_argument("--track", default="putnam", help="reference track of the laps")
+    add_lap_options(p, surfaces="asphalt,asphalt_wet,gravel,snow,ice", ice_patches="0,4")
     p.add_argument(
         "--no-laps",
         action="store_true",
@@ -203,6 +182,46 @@ def _register_evaluate(subparsers: Any) -> None:
     bng.add_argument("--vehicle", default="etk800", help="BeamNG vehicle model id")
     bng.add_argument("--socket-timeout", type=float, default=10.0,
                      help="wait this long for any answer before a timeout error [s]")  # fmt: skip
+    p.add_argument(
+        "--no-expert",
+        action="store_true",
+        help="skip the scripted expert's reference laps (by default every lap table has the "
+        "expert's row and each policy row its ratio to it)",
+    )
+    p.add_argument(
+        "--gif-every",
+        type=int,
+        default=0,
+        help="keep a GIF frame every N steps (0: no GIFs) [steps]",
+    )
+    p.add_argument("--out", type=Path, default=Path("runs/eval"), help="output folder")
+    p.set_defaults(func=_run_evaluate)
+
+
+def add_lap_options(p: Any, *, surfaces: str, ice_patches: str) -> None:
+    """The options that choose the laps (shared by ``s3 evaluate`` and ``s3 gap``)."""
+    p.add_argument(
+        "--backend",
+        default=None,
+        help="S3Distilled-v0 dynamics backend (bicycle, ddm, trans, dytr) "
+        "(default: the backend the policy was trained in)",
+    )
+    p.add_argument(
+        "--dynamics-checkpoint",
+        default=None,
+        help="dynamics checkpoint of --backend (default: the shipped one)",
+    )
+    p.add_argument("--surfaces", default=surfaces, help="comma-separated base surfaces of the laps")
+    p.add_argument(
+        "--ice-patches",
+        default=ice_patches,
+        help="comma-separated numbers of ice patches on the lap [count]",
+    )
+    p.add_argument(
+        "--track",
+        default="putnam",
+        help="track of the laps (putnam, procedural:<seed>, town:<seed>, file:<csv>)",
+    )
     p.add_argument("--seed", type=int, default=0, help="episode and ice-patch placement seed")
     p.add_argument(
         "--max-steps",
@@ -218,20 +237,6 @@ def _register_evaluate(subparsers: Any) -> None:
         help="lap time limit [s] (default: twice the reference lap time of the friction-aware "
         "target speeds on each surface layout, e.g. about 236 s on dry Putnam, 644 s on ice)",
     )
-    p.add_argument(
-        "--no-expert",
-        action="store_true",
-        help="skip the scripted expert's reference laps (by default every lap table has the "
-        "expert's row and each policy row its ratio to it)",
-    )
-    p.add_argument(
-        "--gif-every",
-        type=int,
-        default=0,
-        help="keep a GIF frame every N steps (0: no GIFs) [steps]",
-    )
-    p.add_argument("--out", type=Path, default=Path("runs/eval"), help="output folder")
-    p.set_defaults(func=_run_evaluate)
 
 
 def _csv(text: str, kind: type) -> list:

@@ -253,39 +253,9 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("policy", type=Path, help="policy checkpoint (.json sidecar or stem)")
-    p.add_argument(
-        "--track",
-        default="putnam",
-        help="track of the laps (putnam, procedural:<seed>, town:<seed>, file:<csv>)",
-    )
-    p.add_argument("--surfaces", default="asphalt,snow,ice",
-                   help="comma-separated base surfaces of the laps")  # fmt: skip
-    p.add_argument("--ice-patches", default="0,6",
-                   help="comma-separated numbers of ice patches on the lap [count]")  # fmt: skip
-    p.add_argument("--seed", type=int, default=0, help="episode and ice-patch placement seed")
-    p.add_argument(
-        "--backend",
-        default=None,
-        help="distilled backend (default: the one the policy was trained in)",
-    )
-    p.add_argument(
-        "--dynamics-checkpoint",
-        default=None,
-        help="dynamics checkpoint of --backend (default: the shipped one)",
-    )
-    p.add_argument(
-        "--max-steps",
-        type=int,
-        default=None,
-        help="cap on the steps of each lap [steps of 50 ms] (default: a full lap)",
-    )
-    p.add_argument(
-        "--time-limit",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="lap time limit [s] (default: twice the reference lap time)",
-    )
+    from policies.cli import add_lap_options
+
+    add_lap_options(p, surfaces="asphalt,snow,ice", ice_patches="0,6")
     p.add_argument(
         "--beamng",
         action="store_true",

@@ -8,26 +8,22 @@ import math
 import numpy as np
 import pytest
 import torch
+from policy_helpers import untrained_policy
 
 from gym_s3.cli import main
 from gym_s3.envs.config import ScenarioConfig
 from gym_s3.envs.pools import resolve_track, scenario_source
 from gym_s3.errors import ConfigError
-from gym_s3.spec import observation_size
 from gym_s3.tracks.surfaces import lap_layout
-from policies.checkpoint import Policy, load_policy, save_policy
+from policies.checkpoint import Policy
 from policies.evaluate import METRICS
 from policies.evaluate_distilled import evaluate_distilled_laps, evaluate_labels
-from policies.networks import ActorNet, RunningNorm
 
 
 @pytest.fixture
 def policy(tmp_path) -> Policy:
     """An untrained bicycle policy saved to disk and loaded back (the real checkpoint path)."""
-    torch.manual_seed(0)
-    actor = ActorNet(RunningNorm(observation_size()), observation_size(), (16, 16))
-    path = save_policy(tmp_path / "pol", actor, backend="bicycle", obs_mode="default", training={})
-    return load_policy(path)
+    return untrained_policy(tmp_path)
 
 
 def test_lap_layout_is_the_beamng_env_layout():

@@ -6,15 +6,14 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 pytest.importorskip("beamngpy")
 
+from policy_helpers import untrained_policy  # noqa: E402
+
 from gym_s3.cli import main  # noqa: E402
-from gym_s3.spec import observation_size  # noqa: E402
-from policies.checkpoint import Policy, load_policy, save_policy  # noqa: E402
+from policies.checkpoint import Policy  # noqa: E402
 from policies.gap import gap_metrics, measure_gap, write_gap  # noqa: E402
-from policies.networks import ActorNet, RunningNorm  # noqa: E402
 from policies.scorecard import gap_markdown  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
@@ -23,10 +22,7 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.fixture
 def policy(tmp_path) -> Policy:
     """An untrained bicycle policy saved to disk and loaded back (the real checkpoint path)."""
-    torch.manual_seed(0)
-    actor = ActorNet(RunningNorm(observation_size()), observation_size(), (16, 16))
-    path = save_policy(tmp_path / "pol", actor, backend="bicycle", obs_mode="default", training={})
-    return load_policy(path)
+    return untrained_policy(tmp_path)
 
 
 def test_gap_drives_the_same_lap_in_both_simulators_and_writes_the_ratio(policy, tmp_path):

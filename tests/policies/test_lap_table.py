@@ -6,23 +6,18 @@ import json
 
 import numpy as np
 import pytest
-import torch
+from policy_helpers import untrained_policy
 
 from gym_s3.cli import main
-from gym_s3.spec import observation_size
-from policies.checkpoint import Policy, load_policy, save_policy
+from policies.checkpoint import Policy
 from policies.evaluate import RunResult, compare_with_expert
 from policies.evaluate_distilled import evaluate_distilled_laps
-from policies.networks import ActorNet, RunningNorm
 
 
 @pytest.fixture
 def policy(tmp_path) -> Policy:
     """An untrained bicycle policy saved to disk and loaded back (the real checkpoint path)."""
-    torch.manual_seed(0)
-    actor = ActorNet(RunningNorm(observation_size()), observation_size(), (16, 16))
-    path = save_policy(tmp_path / "pol", actor, backend="bicycle", obs_mode="default", training={})
-    return load_policy(path)
+    return untrained_policy(tmp_path)
 
 
 def _row(driver: str, surface: str, end: str, cte: float, steps: float) -> RunResult:
