@@ -79,7 +79,7 @@ def print_table(results: Sequence[RunResult], title: str) -> None:
             *(_ratio(r, k) for k in RATIO_COLUMNS),
         )
     console = Console()
-    console.width = max(console.width, 170)  # pipes and CI logs default to 80 columns
+    console.width = max(console.width, 230)  # pipes and CI logs default to 80 columns
     console.print(table)
 
 

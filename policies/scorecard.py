@@ -28,13 +28,15 @@ def policy_quality(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Aggregate the evaluation runs of one policy.
 
     Args:
-        runs: entries of ``results.json["runs"]`` (``metrics`` and ``terminated_by`` each).
+        runs: entries of ``results.json["runs"]`` (``metrics`` and ``terminated_by`` each); the
+            scripted expert's reference rows (``driver == "expert"``) are left out.
 
     Returns:
         mean completion, mean cross-track error [m], runs completed and runs failed.
     """
     from policies.evaluate import FAILURES
 
+    runs = [r for r in runs if r.get("driver", "policy") == "policy"]
     if not runs:
         return {"completion": 0.0, "cte_mean": float("nan"), "completed": 0, "failed": 0}
     comp = [r["metrics"]["completion"] for r in runs]

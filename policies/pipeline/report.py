@@ -50,8 +50,9 @@ def _policy_table(results: Mapping[str, str]) -> str:
         for run in _read(path)["runs"]:
             m = run["metrics"]
             cond = describe_condition(run["condition"])
+            who = name if run.get("driver", "policy") == "policy" else f"{run['driver']} ({name})"
             lines.append(
-                f"| {name} | {cond} | {run['terminated_by']} | {m['completion']:.2f} | "
+                f"| {who} | {cond} | {run['terminated_by']} | {m['completion']:.2f} | "
                 f"{m['cte_mean']:.2f} | {m['cte_max']:.2f} | {m['heading_error_mean']:.3f} | "
                 f"{m['speed_error_mean']:.2f} | {m['action_smoothness']:.4f} | "
                 f"{m['off_track_steps']:.0f} |"

@@ -72,3 +72,18 @@ def test_cli_time_limit_ends_laps_as_time_limit_with_expert_rows(policy, tmp_pat
     assert "lap time / expert" in table and "| expert |" in table
     assert (out / "trajectory_ice_p0_expert.png").exists()
     assert (out / "trajectory_ice_p0.png").exists()
+
+
+def test_scorecard_policy_quality_leaves_out_the_expert_and_counts_stalls_as_failures():
+    """Expert reference rows do not count for the policy; a stalled lap is a failed one."""
+    from policies.scorecard import policy_quality
+
+    rows = [
+        _row("expert", "ice", "completed", 0.1, 100.0),
+        _row("policy", "ice", "stalled", 0.4, 90.0),
+    ]
+    for r in rows:
+        r.metrics["completion"] = 1.0 if r.driver == "expert" else 0.3
+    quality = policy_quality([r.to_json() for r in rows])
+    assert quality["runs"] == 1 and quality["failed"] == 1 and quality["completed"] == 0
+    assert quality["cte_mean"] == pytest.approx(0.4)
