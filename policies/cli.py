@@ -62,6 +62,7 @@ def _register_train(subparsers: Any) -> None:
         "start_from_rest": "share of episodes starting at standstill [0..1]",
         "friction_noise": "per-episode friction scale U(1-x, 1+x) the car feels [-]",
         "obs_noise": "observation noise std as a share of each feature's half range [-]",
+        "action_delay": "longest per-episode actuator delay U{0..x} [steps of 50 ms]",
         "eval_every": "quick evaluation every N iterations (0: never)",
         "checkpoint_every": "checkpoint every N iterations (0: only the final one)",
         "seed": "random seed",

@@ -58,6 +58,8 @@ class PPOConfig:
             ``U(1 - x, 1 + x)``, unknown to the target speeds and (default mode) to the policy.
         obs_noise: std of the Gaussian noise added to every observation feature during
             training, as a share of the feature's half range (the spec bounds) [-].
+        action_delay: longest actuator delay drawn per episode, ``U{0..x}`` [steps of 50 ms]
+            (0: none; off by default until its effect on transfer is measured).
         scenarios: label filter of the scenario pool (empty: all).
         logs: driving logs (dataset folders or episode files) whose expert trajectories join the
             scenario pool (:mod:`gym_s3.scenarios.expert`).
@@ -95,6 +97,7 @@ class PPOConfig:
     start_from_rest: float = 0.2
     friction_noise: float = 0.15
     obs_noise: float = 0.01
+    action_delay: int = 0
     scenarios: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
     eval_every: int = 10
@@ -126,6 +129,8 @@ class PPOConfig:
             )
         if not self.obs_noise >= 0:
             raise ConfigError(f"obs_noise must be >= 0, got {self.obs_noise}")
+        if int(self.action_delay) < 0:
+            raise ConfigError(f"action_delay must be >= 0 [steps], got {self.action_delay}")
         if not 0 <= self.start_from_rest <= 1 or not 0 <= self.friction_noise < 1:
             raise ConfigError(
                 f"start_from_rest must be in [0, 1] and friction_noise in [0, 1), got "

@@ -76,18 +76,26 @@ def make_train_env(config: PPOConfig):
     """The TorchRL environment of the run (native ``EnvBase`` over ``S3Distilled-v0``).
 
     With ``config.obs_noise`` the observations the actor and critic see carry Gaussian noise
-    (:class:`policies.robustness.ObservationNoise`).
+    (:class:`policies.robustness.ObservationNoise`); with ``config.action_delay`` the env
+    applies each car's actions a few steps late (:class:`policies.robustness.ActionDelay`).
     """
     from gym_s3.adapters.torchrl import make_torchrl_env
 
     env = make_torchrl_env(num_envs=config.num_envs, **config.env_kwargs())
+    transforms = []
     if config.obs_noise > 0:
-        from torchrl.envs import TransformedEnv
-
         from policies.robustness import ObservationNoise
 
-        env = TransformedEnv(env, ObservationNoise(config.obs_noise, config.obs_mode, config.seed))
-    return env
+        transforms.append(ObservationNoise(config.obs_noise, config.obs_mode, config.seed))
+    if config.action_delay > 0:
+        from policies.robustness import ActionDelay
+
+        transforms.append(ActionDelay(int(config.action_delay), config.num_envs, config.seed))
+    if not transforms:
+        return env
+    from torchrl.envs import Compose, TransformedEnv
+
+    return TransformedEnv(env, transforms[0] if len(transforms) == 1 else Compose(*transforms))
 
 
 def build_modules(config: PPOConfig):

@@ -64,3 +64,29 @@ def test_observation_noise_perturbs_at_the_stated_scale_and_clean_env_is_untouch
     a = clean.step(a.set("action", action))["next", "observation"]
     b = noisy.step(b.set("action", action))["next", "observation"]
     assert (b - a).abs().mean() > 0.01 * noisy.transform.scale.mean()
+
+
+def test_action_delay_feeds_the_env_actions_d_steps_late_and_is_off_by_default():
+    """Car i's env sees the action of step t - d_i (zeros before it), the data the policy's own.
+
+    A partial reset clears only the reset cars' history.
+    """
+    assert preset("tiny").action_delay == 0
+    env = make_train_env(preset("tiny", num_envs=6, action_delay=2, obs_noise=0.0))
+    td = env.reset()  # draws each car's delay
+    delay = env.transform.delay.clone()
+    assert set(delay.tolist()) <= {0, 1, 2} and len(set(delay.tolist())) > 1
+    for t in range(4):
+        td["action"] = torch.full((6, 2), 0.1 * (t + 1))
+        out = env.step(td)
+        applied = env.base_env.core.task.prev_action[:, 1]
+        expected = torch.clamp(0.1 * (t + 1 - delay), min=0.0)
+        assert torch.allclose(applied, expected.to(applied.dtype), atol=1e-6)
+        assert torch.allclose(out["action"][:, 1], torch.full((6,), 0.1 * (t + 1)))
+        td = out["next"]
+    reset = torch.zeros(6, 1, dtype=torch.bool)
+    reset[0] = True
+    env.transform._reset(td.set("_reset", reset), td)
+    assert env.transform._history[0].abs().sum() == 0 and env.transform._history[1:].abs().sum() > 0
+    with pytest.raises(ConfigError, match="action_delay"):
+        preset("tiny", action_delay=-1)
