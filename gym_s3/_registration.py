@@ -13,6 +13,8 @@ def register_envs() -> None:
     numpy env for ``num_envs=1``, a batched torch env otherwise) and ``gym.make_vec`` builds the
     :class:`gymnasium.vector.VectorEnv` face. Neither id sets ``max_episode_steps``: the envs count
     truncation per car themselves (a Gymnasium ``TimeLimit`` would truncate the whole batch).
+    ``S3BeamNG-v0`` carries :class:`~gym_s3.envs.beamng.EpisodeStepLimit`, so
+    ``gym.make("S3BeamNG-v0", max_episode_steps=N)`` sets the env's own limit to ``N``.
     """
     from gymnasium.envs.registration import register, registry
 
@@ -24,4 +26,9 @@ def register_envs() -> None:
             disable_env_checker=True,
         )
     if BEAMNG_ID not in registry:
-        register(id=BEAMNG_ID, entry_point="gym_s3.envs.beamng:S3BeamNGEnv")
+        from gymnasium.envs.registration import WrapperSpec
+
+        # gym.make's max_episode_steps reaches the env's own time limit through this wrapper
+        limit = WrapperSpec("EpisodeStepLimit", "gym_s3.envs.beamng:EpisodeStepLimit", {})
+        register(id=BEAMNG_ID, entry_point="gym_s3.envs.beamng:S3BeamNGEnv",
+                 additional_wrappers=(limit,))  # fmt: skip

@@ -9,6 +9,7 @@ statistics — lives here, batched over N cars and free of host synchronisation.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -20,7 +21,7 @@ from gym_s3.observations import EgoState, build_observation
 from gym_s3.rewards import compute_reward
 from gym_s3.rows import ResetRows
 from gym_s3.scenarios.pool import ScenarioPool
-from gym_s3.spec import LOOKAHEAD_M
+from gym_s3.spec import CONTROL_DT_S, LOOKAHEAD_M
 from gym_s3.task_config import TaskConfig, lap_task
 from gym_s3.tracks.surfaces import SurfaceBatch
 
@@ -62,8 +63,11 @@ class TaskStep:
     Attributes:
         obs: ``(N, F)`` float32 observation.
         reward: ``(N,)`` float32 reward.
-        terminated: ``(N,)`` bool: off road, spin-out, non-finite state or route completed.
-        truncated: ``(N,)`` bool: time limit reached (never together with ``terminated``).
+        terminated: ``(N,)`` bool: off road, spin-out, non-finite state, stalled or route
+            completed.
+        truncated: ``(N,)`` bool: time limit reached (never together with ``terminated``); the
+            limit is per car (``TaskConfig.max_episode_steps`` or derived from the route's
+            reference time, ``TaskConfig.time_limit_factor``).
         info: per-car diagnostics ``(N,)``: reward terms (``reward/<term>``), pose (``x``, ``y``,
             ``yaw``), tracking errors, termination reasons and ``episode/<metric>`` summaries
             (valid where done).
@@ -114,6 +118,9 @@ class TrackingTask:
         self.hint = zi.clone()
         self.s = z.clone()
         self.steps = zi.clone()
+        self.limit = torch.full_like(zi, config.max_episode_steps)
+        self.standing = zi.clone()
+        self.mu_scale = torch.ones(num_envs, dtype=dtype, device=self.device)
         self.prev_action = torch.zeros(num_envs, 2, dtype=dtype, device=self.device)
         self.surfaces: SurfaceBatch = pool.surfaces.index(self.variant)
         self.stats = metrics.EpisodeStats.zeros(num_envs, self.device, dtype)
@@ -132,7 +139,10 @@ class TrackingTask:
         With ``rows``, ``ego`` holds those cars only and the result is ``(R, 4)``.
         """
         surfaces = self.surfaces if rows is None else self.surfaces.index(rows)
-        return surfaces.friction_at(self.wheel_points(ego).to(self.dtype))
+        mu = surfaces.friction_at(self.wheel_points(ego).to(self.dtype))
+        if self.config.friction_noise == 0.0:
+            return mu
+        return mu * (self.mu_scale if rows is None else self.mu_scale[rows])[:, None]
 
     # ------------------------------------------------------------------ reset
     def reset(
@@ -171,7 +181,7 @@ class TrackingTask:
             new = scenario.to(self.device)
         if select.rows is None:
             new = torch.where(select.mask, new, self.scenario)
-        pose, s0, start_idx = self._draw(new, generator, select.rows)
+        pose, s0, start_idx, mu_scale = self._draw(new, generator, select.rows)
         variant = self.pool.scenario_variant[new]
         put = select.put
         self.scenario = put(self.scenario, new)
@@ -181,21 +191,35 @@ class TrackingTask:
         self.hint = put(self.hint, start_idx)
         self.s = put(self.s, s0)
         self.steps = put(self.steps, torch.zeros_like(start_idx))
+        self.standing = put(self.standing, torch.zeros_like(start_idx))
+        self.limit = put(self.limit, self._step_limit(variant, s0))
+        self.mu_scale = put(self.mu_scale, mu_scale)
         self.prev_action = put(self.prev_action, self.prev_action.new_zeros(len(new), 2))
         self.stats.reset(select.mask)
         return pose
 
+    def _step_limit(self, variant: Tensor, start: Tensor) -> Tensor:
+        """``(R,)`` steps before truncation of episodes on ``variant`` starting at ``start`` [m]."""
+        cfg = self.config
+        cap = torch.full_like(variant, cfg.max_episode_steps)
+        if cfg.time_limit_factor is None:
+            return cap
+        ref = self.pool.route_time(variant, start, cfg.complete_laps or 1.0)
+        steps = torch.ceil(cfg.time_limit_factor * ref / CONTROL_DT_S).to(torch.int64)
+        return torch.minimum(steps.clamp(min=1), cap)
+
     def _draw(
         self, scenario: Tensor, generator: torch.Generator, rows: Tensor | None = None
-    ) -> tuple[StartPose, Tensor, Tensor]:
+    ) -> tuple[StartPose, Tensor, Tensor, Tensor]:
         """Start poses of cars beginning ``scenario`` ``(R,)``, with start noise.
 
         The noise is drawn for all N cars (the same stream whatever is reset) and, with
-        ``rows``, kept for those cars.
+        ``rows``, kept for those cars. Standing starts and friction noise draw only when on.
 
         Returns:
-            ``(pose, s0, start_index)``: the poses, the start arc lengths ``(R,)`` [m] and the
-            sample index of the start (the first projection hint).
+            ``(pose, s0, start_index, mu_scale)``: the poses, the start arc lengths ``(R,)``
+            [m], the sample index of the start (the first projection hint) and the friction
+            scale of the episode ``(R,)``.
         """
         variant = self.pool.scenario_variant[scenario]
         pid = self.pool.variant_path[variant]
@@ -210,6 +234,11 @@ class TrackingTask:
         lateral = uniform(-cfg.start_lateral_m, cfg.start_lateral_m)
         dyaw = uniform(-cfg.start_heading_rad, cfg.start_heading_rad)
         frac = uniform(*cfg.start_speed_fraction)
+        if cfg.start_from_rest > 0.0:
+            frac = torch.where(uniform(0.0, 1.0) < cfg.start_from_rest, 0.0, frac)
+        mu_scale = torch.ones_like(frac)
+        if cfg.friction_noise > 0.0:
+            mu_scale = uniform(1.0 - cfg.friction_noise, 1.0 + cfg.friction_noise)
         bank = self.pool.bank
         smp = bank.sample(pid, s0)
         start_idx = torch.floor(bank.wrap_s(pid, s0) / bank.ds[pid]).to(torch.int64)
@@ -220,7 +249,7 @@ class TrackingTask:
             yaw=smp.heading + dyaw,
             speed=frac * self.pool.target_speed(variant, s0),
         )
-        return pose, s0, start_idx
+        return pose, s0, start_idx, mu_scale
 
     # ------------------------------------------------------------------ observation and step
     def _observe(
@@ -309,10 +338,11 @@ class TrackingTask:
         if cfg.complete_laps is not None:
             laps = (self.stats.progress + advanced) / length
             completed = completed | (closed & (laps >= cfg.complete_laps))
-        failed = off | spin | bad
+        stalled = self._stalled(ego.v_long)
+        failed = off | spin | bad | stalled
         terminated = failed | completed
         self.steps = self.steps + 1
-        truncated = (self.steps >= cfg.max_episode_steps) & ~terminated
+        truncated = (self.steps >= self.limit) & ~terminated
         action = action.to(self.dtype)
         delta = metrics.action_change(action, self.prev_action)
         reward, terms = compute_reward(
@@ -349,6 +379,7 @@ class TrackingTask:
             off_track=off,
             spin_out=spin,
             non_finite=bad,
+            stalled=stalled,
             completed=completed,
             wheel_mu=wheel_mu,
         )
@@ -356,6 +387,15 @@ class TrackingTask:
         summary["completion"] = metrics.completion(self.stats.progress, length)
         info.update({f"episode/{k}": v for k, v in summary.items()})
         return TaskStep(obs, reward.to(torch.float32), terminated, truncated, info)
+
+    def _stalled(self, speed: Tensor) -> Tensor:
+        """``(N,)`` bool: the car has stood (``speed`` below the stall speed) for the stall time."""
+        cfg = self.config
+        standing = speed.abs() < cfg.stall_speed_mps
+        self.standing = torch.where(standing, self.standing + 1, torch.zeros_like(self.standing))
+        if cfg.stall_time_s is None:
+            return torch.zeros_like(standing)
+        return self.standing >= math.ceil(cfg.stall_time_s / CONTROL_DT_S - 1e-9)
 
 
 def _sanitize(ego: EgoState) -> EgoState:

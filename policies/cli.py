@@ -12,9 +12,12 @@ from gym_s3.errors import ConfigError
 
 
 def register(subparsers: Any) -> None:
-    """Add ``train`` and ``evaluate`` to the ``s3`` command line."""
+    """Add ``train``, ``evaluate`` and ``gap`` to the ``s3`` command line."""
+    from policies import gap
+
     _register_train(subparsers)
     _register_evaluate(subparsers)
+    gap.register(subparsers)
 
 
 def _register_train(subparsers: Any) -> None:
@@ -57,6 +60,12 @@ def _register_train(subparsers: Any) -> None:
         "lr": "Adam learning rate",
         "entropy_coef": "entropy bonus weight",
         "max_episode_steps": "episode length [steps of 50 ms]",
+        "pool": "surface distribution of the scenario pool: all_surfaces (every surface, "
+        "full-ice/snow laps, ice at corners, asphalt->ice transitions) or default (mostly dry)",
+        "start_from_rest": "share of episodes starting at standstill [0..1]",
+        "friction_noise": "per-episode friction scale U(1-x, 1+x) the car feels [-]",
+        "obs_noise": "observation noise std as a share of each feature's half range [-]",
+        "action_delay": "longest per-episode actuator delay U{0..x} [steps of 50 ms]",
         "eval_every": "quick evaluation every N iterations (0: never)",
         "checkpoint_every": "checkpoint every N iterations (0: only the final one)",
         "seed": "random seed",
@@ -179,28 +188,7 @@ def _register_evaluate(subparsers: Any) -> None:
         default="beamng",
         help="where to drive the laps: S3BeamNG-v0 or S3Distilled-v0",
     )
-    p.add_argument(
-        "--backend",
-        default=None,
-        help="S3Distilled-v0 dynamics backend (bicycle, ddm, trans, dytr) with --env distilled "
-        "(default: the backend the policy was trained in)",
-    )
-    p.add_argument(
-        "--dynamics-checkpoint",
-        default=None,
-        help="dynamics checkpoint of --backend (default: the shipped one)",
-    )
-    p.add_argument(
-        "--surfaces",
-        default="asphalt,asphalt_wet,gravel,snow,ice",
-        help="comma-separated base surfaces of the laps",
-    )
-    p.add_argument(
-        "--ice-patches",
-        default="0,4",
-        help="comma-separated numbers of ice patches on the lap [count]",
-    )
-    p.add_argument("--track", default="putnam", help="reference track of the laps")
+    add_lap_options(p, surfaces="asphalt,asphalt_wet,gravel,snow,ice", ice_patches="0,4")
     p.add_argument(
         "--no-laps",
         action="store_true",
@@ -235,12 +223,11 @@ def _register_evaluate(subparsers: Any) -> None:
     bng.add_argument("--vehicle", default="etk800", help="BeamNG vehicle model id")
     bng.add_argument("--socket-timeout", type=float, default=10.0,
                      help="wait this long for any answer before a timeout error [s]")  # fmt: skip
-    p.add_argument("--seed", type=int, default=0, help="episode and ice-patch placement seed")
     p.add_argument(
-        "--max-steps",
-        type=int,
-        default=None,
-        help="cap on steps per lap [steps of 50 ms] (default: a full lap)",
+        "--no-expert",
+        action="store_true",
+        help="skip the scripted expert's reference laps (by default every lap table has the "
+        "expert's row and each policy row its ratio to it)",
     )
     p.add_argument(
         "--gif-every",
@@ -250,6 +237,47 @@ def _register_evaluate(subparsers: Any) -> None:
     )
     p.add_argument("--out", type=Path, default=Path("runs/eval"), help="output folder")
     p.set_defaults(func=_run_evaluate)
+
+
+def add_lap_options(p: Any, *, surfaces: str, ice_patches: str) -> None:
+    """The options that choose the laps (shared by ``s3 evaluate`` and ``s3 gap``)."""
+    p.add_argument(
+        "--backend",
+        default=None,
+        help="S3Distilled-v0 dynamics backend (bicycle, ddm, trans, dytr) "
+        "(default: the backend the policy was trained in)",
+    )
+    p.add_argument(
+        "--dynamics-checkpoint",
+        default=None,
+        help="dynamics checkpoint of --backend (default: the shipped one)",
+    )
+    p.add_argument("--surfaces", default=surfaces, help="comma-separated base surfaces of the laps")
+    p.add_argument(
+        "--ice-patches",
+        default=ice_patches,
+        help="comma-separated numbers of ice patches on the lap [count]",
+    )
+    p.add_argument(
+        "--track",
+        default="putnam",
+        help="track of the laps (putnam, procedural:<seed>, town:<seed>, file:<csv>)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="episode and ice-patch placement seed")
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="cap on steps per lap [steps of 50 ms] (default: a full lap)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="lap time limit [s] (default: twice the reference lap time of the friction-aware "
+        "target speeds on each surface layout, e.g. about 236 s on dry Putnam, 644 s on ice)",
+    )
 
 
 def _csv(text: str, kind: type) -> list:
@@ -283,7 +311,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     backend = args.backend or policy.backend
     lap_kw = dict(surfaces=_csv(args.surfaces, str), ice_patches=_csv(args.ice_patches, int),
                   track=args.track, seed=args.seed, render_every=args.gif_every,
-                  max_steps=args.max_steps)  # fmt: skip
+                  max_steps=args.max_steps, time_limit_s=args.time_limit,
+                  expert=not args.no_expert)  # fmt: skip
     results = []
     sim = dict(host=args.host, port=args.port, home=args.home, launch=args.launch,
                level=args.level, vehicle_model=args.vehicle,

@@ -58,7 +58,8 @@ class RunResult:
         condition: what was varied, e.g. ``{"surface": "ice", "ice_patches": 4}``.
         metrics: :data:`METRICS` of the episode.
         terminated_by: ``"completed"``, ``"off_track"``, ``"spin_out"``, ``"non_finite"``,
-            ``"time_limit"``.
+            ``"stalled"`` (stood still too long), ``"time_limit"``, or ``"running"`` (stopped by
+            ``max_steps``).
         trajectory: ``(T, 2)`` car positions [m].
         cte: ``(T,)`` signed cross-track error along the run [m].
         s: ``(T,)`` arc length along the reference [m].
@@ -67,6 +68,9 @@ class RunResult:
         wall_s: wall-clock time of the run [s].
         reference: the reference path driven (for plots).
         layout: the surface layout of the run (for plots).
+        driver: who drove: ``"policy"`` or ``"expert"`` (the scripted expert's reference row).
+        vs_expert: the policy's ratio to the expert on the same lap (:data:`EXPERT_RATIOS`;
+            ``None`` where undefined, e.g. a lap time when either lap did not complete).
     """
 
     env: str
@@ -82,6 +86,8 @@ class RunResult:
     wall_s: float = 0.0
     reference: Any = None
     layout: Any = None
+    driver: str = "policy"
+    vs_expert: dict[str, float | None] = field(default_factory=dict)
 
     def describe(self) -> str:
         """Short description of the condition (see :func:`describe_condition`)."""
@@ -89,12 +95,17 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-friendly summary (no arrays)."""
-        return {"env": self.env, "condition": self.condition, "metrics": self.metrics,
-                "terminated_by": self.terminated_by, "wall_s": self.wall_s}  # fmt: skip
+        return {"env": self.env, "driver": self.driver, "condition": self.condition,
+                "metrics": self.metrics, "terminated_by": self.terminated_by,
+                "vs_expert": self.vs_expert, "wall_s": self.wall_s}  # fmt: skip
 
 
 #: How an episode can fail (the ``info`` flags of the task), as opposed to completing or timing out.
-FAILURES: tuple[str, ...] = ("off_track", "spin_out", "non_finite")
+FAILURES: tuple[str, ...] = ("off_track", "spin_out", "non_finite", "stalled")
+
+#: Metrics a policy's lap is compared on with the expert's (``vs_expert``): policy / expert.
+#: ``lap_time`` is the ratio of the steps, defined only when both laps completed.
+EXPERT_RATIOS: tuple[str, ...] = ("cte_mean", "cte_max", "lap_time")
 
 
 def _reason(info: dict[str, Any], truncated: bool) -> str:
@@ -107,7 +118,7 @@ def _reason(info: dict[str, Any], truncated: bool) -> str:
 def print_run(result: RunResult) -> None:
     """One progress line of a finished run."""
     m = result.metrics
-    print(f"  {result.env} {result.describe()}: {result.terminated_by:10s} "
+    print(f"  {result.env} {result.driver} {result.describe()}: {result.terminated_by:10s} "
           f"completion={m['completion']:.2f} "
           f"cte={m['cte_mean']:.2f} m ({result.wall_s:.0f} s)")  # fmt: skip
 
@@ -123,11 +134,13 @@ def run_episode(
     max_steps: int | None = None,
     progress: bool = False,
 ) -> RunResult:
-    """Drive one episode of a single-car env with the deterministic policy.
+    """Drive one episode of a single-car env with the deterministic policy (or another driver).
 
     Args:
         env: a single-car env (``S3BeamNG-v0`` or the ``num_envs=1`` face of ``S3Distilled-v0``).
-        policy: the policy.
+        policy: the driver: ``act((1, F) obs) -> (1, 2) action`` and ``obs_mode``; a driver with
+            a ``start(env)`` method (the scripted expert, :mod:`policies.expert_driver`) is
+            handed the env after the reset.
         env_name: label for the report.
         condition: what this run varies (for the report).
         seed: reset seed.
@@ -139,6 +152,9 @@ def run_episode(
     obs, _ = env.reset(seed=seed)
     # S3BeamNG-v0 names the simulator from the server's greeting (stand-in or BeamNG.tech)
     env_name = getattr(env.unwrapped, "label", env_name)
+    start = getattr(policy, "start", None)
+    if start is not None:
+        start(env)
     traj, cte, s, speed, target, frames = [], [], [], [], [], []
     info: dict[str, Any] = {}
     truncated = False
@@ -180,6 +196,7 @@ def run_episode(
         wall_s=time.perf_counter() - t0,
         reference=getattr(env.unwrapped, "reference", None),
         layout=getattr(env.unwrapped, "layout", None),
+        driver=getattr(policy, "name", "policy"),
     )
 
 
@@ -241,9 +258,14 @@ def evaluate_beamng(
     max_steps: int | None = None,
     progress: bool = True,
     fast: bool = True,
+    time_limit_s: float | None = None,
+    expert: bool = True,
     **sim_options: Any,
 ) -> list[RunResult]:
     """Laps of ``track`` in ``S3BeamNG-v0`` for every surface × ice-patch count.
+
+    With ``expert``, the scripted expert drives every lap too (its row comes first) and each
+    policy row carries its ratio to it (``vs_expert``).
 
     Args:
         policy: the policy (its ``obs_mode`` configures the env).
@@ -257,6 +279,9 @@ def evaluate_beamng(
         progress: print one line per finished run.
         fast: run the stand-in's physics compiled in float32 (about 10x faster after a one-off
             compilation; ``False``: the float64 eager reference physics).
+        time_limit_s: lap time limit [s] (default: twice the reference lap time of the surface
+            layout, :func:`gym_s3.task.lap_task`).
+        expert: also drive every lap with the scripted expert.
         **sim_options: BeamNG.tech connection (``host``, ``port``, ``home``, ``launch``,
             ``level``, ``vehicle_model``, ``socket_timeout``; see
             :class:`gym_s3.beamng.link.BeamNGConfig`), when ``standin`` is False.
@@ -264,22 +289,35 @@ def evaluate_beamng(
     import gymnasium as gym
 
     import gym_s3  # noqa: F401  (registers the ids)
+    from gym_s3.envs.beamng import BeamNGEnvConfig
+    from gym_s3.task import lap_task
 
     with simulator(standin, fast, **sim_options) as (name, connect):
 
-        def make_env(surface: str, patches: int) -> Any:
-            return gym.make("S3BeamNG-v0", **connect, track=track, surface=surface,
-                            ice_patches=patches, layout_seed=seed, obs_mode=policy.obs_mode,
+        def make_env(surface: str, patches: int, obs_mode: str) -> Any:
+            config = BeamNGEnvConfig(task=lap_task(time_limit_s, obs_mode=obs_mode))
+            return gym.make("S3BeamNG-v0", config=config, **connect, track=track, surface=surface,
+                            ice_patches=patches, layout_seed=seed,
                             render_mode="rgb_array" if render_every else None)  # fmt: skip
 
-        return drive_laps(make_env, policy, name, surfaces=surfaces, ice_patches=ice_patches,
-                          track=track, seed=seed, render_every=render_every,
-                          max_steps=max_steps, progress=progress)  # fmt: skip
+        return drive_laps(make_env, lap_drivers(policy, expert, seed), name, surfaces=surfaces,
+                          ice_patches=ice_patches, track=track, seed=seed,
+                          render_every=render_every, max_steps=max_steps,
+                          progress=progress)  # fmt: skip
+
+
+def lap_drivers(policy: Policy, expert: bool, seed: int) -> list[Any]:
+    """The drivers of a lap table: the scripted expert first (when asked), then the policy."""
+    if not expert:
+        return [policy]
+    from policies.expert_driver import ExpertDriver
+
+    return [ExpertDriver(seed), policy]
 
 
 def drive_laps(
-    make_env: Callable[[str, int], Any],
-    policy: Policy,
+    make_env: Callable[[str, int, str], Any],
+    drivers: Sequence[Any],
     env_name: str,
     *,
     surfaces: Sequence[str],
@@ -290,23 +328,53 @@ def drive_laps(
     max_steps: int | None,
     progress: bool,
 ) -> list[RunResult]:
-    """One lap per surface × ice-patch count in the env ``make_env(surface, patches)`` builds."""
+    """One lap per surface × ice-patch count and driver in ``make_env(surface, patches, obs_mode)``.
+
+    Every driver (a policy, or the scripted expert of :mod:`policies.expert_driver`) drives the
+    same lap in a fresh env; policy rows get their ratios to the expert's row of the same lap
+    (:func:`compare_with_expert`).
+    """
     results = []
     for surface in surfaces:
         for patches in ice_patches:
-            env = make_env(surface, patches)
-            try:
-                res = run_episode(env, policy, env_name=env_name, seed=seed,
-                                  render_every=render_every, max_steps=max_steps,
-                                  progress=progress,
-                                  condition={"track": track, "surface": surface,
-                                             "ice_patches": patches})  # fmt: skip
-            finally:
-                env.close()
-            results.append(res)
-            if progress:
-                print_run(res)
-    return results
+            for driver in drivers:
+                env = make_env(surface, patches, driver.obs_mode)
+                try:
+                    res = run_episode(env, driver, env_name=env_name, seed=seed,
+                                      render_every=render_every, max_steps=max_steps,
+                                      progress=progress,
+                                      condition={"track": track, "surface": surface,
+                                                 "ice_patches": patches})  # fmt: skip
+                finally:
+                    env.close()
+                results.append(res)
+                if progress:
+                    print_run(res)
+    return compare_with_expert(results)
+
+
+def compare_with_expert(results: Sequence[RunResult]) -> list[RunResult]:
+    """Set ``vs_expert`` of every policy row that has an expert row of the same env and lap.
+
+    Ratios are policy / expert (:data:`EXPERT_RATIOS`): below 1 the policy tracks tighter or
+    laps faster. A ratio whose expert value is 0, and a lap-time ratio unless both laps
+    completed, is ``None``.
+    """
+    from policies.expert_driver import EXPERT
+
+    experts = {(r.env, repr(sorted(r.condition.items()))): r for r in results
+               if r.driver == EXPERT}  # fmt: skip
+    for r in results:
+        ref = experts.get((r.env, repr(sorted(r.condition.items()))))
+        if r.driver == EXPERT or ref is None:
+            continue
+        both_done = r.terminated_by == ref.terminated_by == "completed"
+        ref_steps = ref.metrics["steps"] if both_done else 0.0
+        pairs = {"cte_mean": (r.metrics["cte_mean"], ref.metrics["cte_mean"]),
+                 "cte_max": (r.metrics["cte_max"], ref.metrics["cte_max"]),
+                 "lap_time": (r.metrics["steps"], ref_steps)}  # fmt: skip
+        r.vs_expert = {k: (a / b if b > 0 else None) for k, (a, b) in pairs.items()}
+    return list(results)
 
 
 def evaluate_beamng_labels(

@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from policies.checkpoint import Policy
-from policies.evaluate import FAILURES, METRICS, RunResult, drive_laps, label_summary, print_run
+from policies.evaluate import (
+    FAILURES,
+    METRICS,
+    RunResult,
+    drive_laps,
+    label_summary,
+    lap_drivers,
+    print_run,
+)
 
 
 def evaluate_distilled_laps(
@@ -32,8 +40,13 @@ def evaluate_distilled_laps(
     max_steps: int | None = None,
     progress: bool = True,
     device: str = "cpu",
+    time_limit_s: float | None = None,
+    expert: bool = True,
 ) -> list[RunResult]:
     """Laps of ``track`` in ``S3Distilled-v0`` for every surface × ice-patch count.
+
+    With ``expert``, the scripted expert drives every lap in the same distilled env too (its row
+    comes first; policy rows carry ``vs_expert``).
 
     Args:
         policy: the policy (its ``obs_mode`` configures the env).
@@ -47,6 +60,8 @@ def evaluate_distilled_laps(
         max_steps: cap on the steps of each run.
         progress: print one line per finished run.
         device: torch device of the env.
+        time_limit_s: lap time limit [s] (default: twice the reference lap time of the layout).
+        expert: also drive every lap with the scripted expert.
     """
     import gymnasium as gym
 
@@ -60,16 +75,16 @@ def evaluate_distilled_laps(
 
     layouts: dict[tuple[str, int], Any] = {}  # kept for the plots
 
-    def make_env(surface: str, patches: int) -> Any:
+    def make_env(surface: str, patches: int, obs_mode: str) -> Any:
         layout = layouts[surface, patches] = lap_layout(reference, surface, patches, seed)
         return gym.make("S3Distilled-v0", backend=backend, checkpoint=checkpoint, device=device,
                         tracks=(track,), layouts=(layout,), starts=(0.0,),
-                        task=lap_task(obs_mode=policy.obs_mode), seed=seed,
+                        task=lap_task(time_limit_s, obs_mode=obs_mode), seed=seed,
                         render_mode="rgb_array" if render_every else None,
                         disable_env_checker=True)  # fmt: skip
 
-    results = drive_laps(make_env, policy, f"S3Distilled-v0/{backend}", surfaces=surfaces,
-                         ice_patches=ice_patches, track=track, seed=seed,
+    results = drive_laps(make_env, lap_drivers(policy, expert, seed), f"S3Distilled-v0/{backend}",
+                         surfaces=surfaces, ice_patches=ice_patches, track=track, seed=seed,
                          render_every=render_every, max_steps=max_steps,
                          progress=progress)  # fmt: skip
     for res in results:  # for the plots (the distilled env keeps its paths in its pool)

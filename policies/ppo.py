@@ -73,10 +73,29 @@ class TrainResult:
 
 
 def make_train_env(config: PPOConfig):
-    """The TorchRL environment of the run (native ``EnvBase`` over ``S3Distilled-v0``)."""
+    """The TorchRL environment of the run (native ``EnvBase`` over ``S3Distilled-v0``).
+
+    With ``config.obs_noise`` the observations the actor and critic see carry Gaussian noise
+    (:class:`policies.robustness.ObservationNoise`); with ``config.action_delay`` the env
+    applies each car's actions a few steps late (:class:`policies.robustness.ActionDelay`).
+    """
     from gym_s3.adapters.torchrl import make_torchrl_env
 
-    return make_torchrl_env(num_envs=config.num_envs, **config.env_kwargs())
+    env = make_torchrl_env(num_envs=config.num_envs, **config.env_kwargs())
+    transforms = []
+    if config.obs_noise > 0:
+        from policies.robustness import ObservationNoise
+
+        transforms.append(ObservationNoise(config.obs_noise, config.obs_mode, config.seed))
+    if config.action_delay > 0:
+        from policies.robustness import ActionDelay
+
+        transforms.append(ActionDelay(int(config.action_delay), config.num_envs, config.seed))
+    if not transforms:
+        return env
+    from torchrl.envs import Compose, TransformedEnv
+
+    return TransformedEnv(env, transforms[0] if len(transforms) == 1 else Compose(*transforms))
 
 
 def build_modules(config: PPOConfig):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gym_s3.spec import CONTROL_DT_S
 from policies.evaluate import METRICS, RunResult
 
 
@@ -21,20 +22,34 @@ def run_tag(result: RunResult) -> str:
         parts.append(str(c["label"]))
     if "seed" in c:
         parts.append(f"s{c['seed']}")
+    if result.driver != "policy":
+        parts.append(result.driver)
     return "_".join(parts)
+
+
+def _ratio(result: RunResult, key: str) -> str:
+    """A policy's ratio to the expert as text (``-`` when there is none)."""
+    value = result.vs_expert.get(key)
+    return "-" if value is None else f"{value:.2f}"
+
+
+#: Ratio columns of the lap tables (policy / scripted expert on the same lap).
+RATIO_COLUMNS: dict[str, str] = {"cte_mean": "cte mean / expert", "cte_max": "cte max / expert",
+                                 "lap_time": "lap time / expert"}  # fmt: skip
 
 
 def markdown_table(results: Sequence[RunResult]) -> str:
     """The metric table of the runs as Markdown (one row per run)."""
-    cols = ["condition", "end", *METRICS]
-    head = "| " + " | ".join([cols[0], cols[1], *(f"{m} [{u}]" for m, u in METRICS.items())]) + " |"
-    lines = [head, "|" + "---|" * len(cols)]
+    cols = ["condition", "driver", "end", *(f"{m} [{u}]" for m, u in METRICS.items()),
+            *RATIO_COLUMNS.values()]  # fmt: skip
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in results:
-        cond = r.describe()
         vals = [
             f"{r.metrics[m]:.3f}" if "steps" not in m else f"{r.metrics[m]:.0f}" for m in METRICS
         ]
-        lines.append("| " + " | ".join([cond, r.terminated_by, *vals]) + " |")
+        ratios = [_ratio(r, k) for k in RATIO_COLUMNS]
+        lines.append("| " + " | ".join([r.describe(), r.driver, r.terminated_by, *vals,
+                                         *ratios]) + " |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -45,13 +60,15 @@ def print_table(results: Sequence[RunResult], title: str) -> None:
     from rich.table import Table
 
     table = Table(title=title, caption=", ".join(sorted({r.env for r in results})))
-    for col in ("condition", "end", "completion", "cte mean [m]", "cte max [m]",
-                "heading [rad]", "speed err [m/s]", "smoothness", "off-track [steps]"):  # fmt: skip
+    for col in ("condition", "driver", "end", "completion", "cte mean [m]", "cte max [m]",
+                "heading [rad]", "speed err [m/s]", "smoothness", "off-track [steps]",
+                "time [s]", *RATIO_COLUMNS.values()):  # fmt: skip
         table.add_column(escape(col), justify="right", no_wrap=True)  # "[m]" is not markup
     for r in results:
         m = r.metrics
         table.add_row(
             r.describe(),
+            r.driver,
             r.terminated_by,
             f"{m['completion']:.2f}",
             f"{m['cte_mean']:.2f}",
@@ -60,9 +77,11 @@ def print_table(results: Sequence[RunResult], title: str) -> None:
             f"{m['speed_error_mean']:.2f}",
             f"{m['action_smoothness']:.4f}",
             f"{m['off_track_steps']:.0f}",
+            f"{m['steps'] * CONTROL_DT_S:.1f}",
+            *(_ratio(r, k) for k in RATIO_COLUMNS),
         )
     console = Console()
-    console.width = max(console.width, 170)  # pipes and CI logs default to 80 columns
+    console.width = max(console.width, 230)  # pipes and CI logs default to 80 columns
     console.print(table)
 
 

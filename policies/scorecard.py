@@ -72,13 +72,16 @@ def policy_quality(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     Args:
         runs: entries of ``results.json["runs"]`` (``metrics`` and ``terminated_by`` each), one
             per run (condition x seed); runs with identical metrics count once
-            (:func:`distinct_runs`).
+            (:func:`distinct_runs`); the scripted expert's reference rows
+            (``driver == "expert"``) are left out.
 
     Returns:
         mean completion and its CI half-width ``completion_ci``, mean cross-track error [m] and
         ``cte_mean_ci``, distinct runs completed, failed and in all (``runs``).
     """
-    runs = distinct_runs(runs)
+    from policies.evaluate import FAILURES
+
+    runs = distinct_runs([r for r in runs if r.get("driver", "policy") == "policy"])
     completion, completion_ci = mean_ci([r["metrics"]["completion"] for r in runs])
     cte, cte_ci = mean_ci([r["metrics"]["cte_mean"] for r in runs])
     return {
@@ -87,7 +90,7 @@ def policy_quality(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         "cte_mean": cte,
         "cte_mean_ci": cte_ci,
         "completed": sum(r["terminated_by"] == "completed" for r in runs),
-        "failed": sum(r["terminated_by"] in ("off_track", "spin_out", "non_finite") for r in runs),
+        "failed": sum(r["terminated_by"] in FAILURES for r in runs),
         "runs": len(runs),
     }
 
@@ -224,6 +227,26 @@ def scorecard_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Gap ratios (high-fidelity / distilled, from ``s3 gap``) shown per backend and condition.
+GAP_COLUMNS: tuple[str, ...] = ("cte_mean", "cte_max", "lap_time", "progress_120s")
+
+
+def gap_markdown(gaps: Mapping[str, Mapping[str, Any]]) -> str:
+    """The sim-to-sim gap per backend and surface condition as Markdown (from ``gap.json``)."""
+    from policies.evaluate import describe_condition
+
+    lines = ["Sim-to-sim gap (high-fidelity / distilled; 1 = the distilled env predicted the lap):",
+             "", "| backend | high-fidelity | condition | " + " | ".join(GAP_COLUMNS) + " |",
+             "|---|---|---|" + "---|" * len(GAP_COLUMNS)]  # fmt: skip
+    for backend, report in gaps.items():
+        for run in report["runs"]:
+            ratios = [run["ratio"].get(k) for k in GAP_COLUMNS]
+            cells = [backend, report["simulator"], describe_condition(run["condition"])]
+            cells += ["-" if v is None else f"{v:.2f}" for v in ratios]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def register(subparsers: Any) -> None:
     """Add ``s3 scorecard`` to the command line."""
     p = subparsers.add_parser(
@@ -238,6 +261,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--policy", action="append", default=[], metavar="BACKEND=RESULTS_JSON",
                    help="results.json of `s3 evaluate` for the policy trained on BACKEND "
                    "(repeat per backend)")  # fmt: skip
+    p.add_argument("--gap", action="append", default=[], metavar="BACKEND=GAP_JSON",
+                   help="gap.json of `s3 gap` for the policy trained on BACKEND: adds the "
+                   "sim-to-sim gap per surface condition (repeat per backend)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="write scorecard.md/.json here")
     p.set_defaults(func=_run)
 
@@ -263,6 +289,14 @@ def _run(args: argparse.Namespace) -> int:
         runs[backend] = _read_json(Path(path), "policy evaluation")["runs"]
     rows = build_scorecard(open_loop, runs)
     text = scorecard_markdown(rows)
+    gaps = {}
+    for item in args.gap:
+        if "=" not in item:
+            raise DataFormatError(f"--gap expects BACKEND=GAP_JSON, got '{item}'")
+        backend, path = item.split("=", 1)
+        gaps[backend] = _read_json(Path(path), "sim-to-sim gap report")
+    if gaps:
+        text += "\n" + gap_markdown(gaps)
     print(text)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ from gym_s3.task import TaskConfig, TrackingTask, lap_task
 from gym_s3.tracks.path import ReferencePath
 from gym_s3.tracks.surfaces import SurfaceLayout, get_surface, lap_layout
 
-__all__ = ["BeamNGConfig", "BeamNGEnvConfig", "S3BeamNGEnv"]
+__all__ = ["BeamNGConfig", "BeamNGEnvConfig", "EpisodeStepLimit", "S3BeamNGEnv"]
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class S3BeamNGEnv(gym.Env):
         if obs_mode is not None:
             task = replace(task, obs_mode=obs_mode)
         if max_episode_steps is not None:
-            task = replace(task, max_episode_steps=max_episode_steps)
+            task = _step_limited(task, max_episode_steps)
         cfg = replace(cfg, sim=sim, task=task, **{k: v for k, v in kwargs.items() if k in env_keys})
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}")
@@ -143,7 +143,7 @@ class S3BeamNGEnv(gym.Env):
                 # a pool scenario is driven with the distilled env's task, not the lap's
                 task = TaskConfig(obs_mode=cfg.task.obs_mode)
                 if max_episode_steps is not None:
-                    task = replace(task, max_episode_steps=max_episode_steps)
+                    task = _step_limited(task, max_episode_steps)
                 cfg = replace(cfg, task=task)
             cfg, reference = self._pick_scenario(cfg)
         self.config = cfg
@@ -195,6 +195,20 @@ class S3BeamNGEnv(gym.Env):
     def _start_pose(self) -> tuple[float, float, float]:
         smp = self.reference.sample(torch.tensor([self.config.start_s], dtype=torch.float64))
         return (float(smp.x[0]), float(smp.y[0]), float(smp.heading[0]))
+
+    def set_max_episode_steps(self, steps: int) -> None:
+        """End episodes after exactly ``steps`` steps (replaces a lap's derived time limit).
+
+        ``gym.make("S3BeamNG-v0", max_episode_steps=N)`` calls this through
+        :class:`EpisodeStepLimit`; it takes effect at the next :meth:`reset`.
+        """
+        self.config = replace(self.config, task=_step_limited(self.config.task, steps))
+        self.task = TrackingTask(self._pool, 1, self.config.task)
+
+    @property
+    def ego(self) -> EgoState | None:
+        """The car's state after the last reset or step (``None`` before the first reset)."""
+        return self._ego
 
     @property
     def link(self) -> SimLink | None:
@@ -310,3 +324,32 @@ class S3BeamNGEnv(gym.Env):
         if link is not None:
             link.close()
         super().close()
+
+
+def _step_limited(task: TaskConfig, steps: int) -> TaskConfig:
+    """``task`` ending every episode after exactly ``steps`` steps (no derived lap limit)."""
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise ConfigError(f"max_episode_steps must be an int >= 1, got {steps!r}")
+    return replace(task, max_episode_steps=steps, time_limit_factor=None)
+
+
+class EpisodeStepLimit(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Hands ``gym.make``'s ``max_episode_steps`` to the env's own time limit.
+
+    ``gym.make(id, max_episode_steps=N)`` keeps ``N`` for its :class:`gymnasium.wrappers.TimeLimit`
+    and never passes it to the env, whose task would still end a lap by its own (longer) limit.
+    Registered as an additional wrapper of ``S3BeamNG-v0``, this wrapper (applied after the
+    ``TimeLimit``) finds that ``N`` and sets it as the task's limit, so the episode ends after
+    ``N`` steps as ``time_limit`` with the task's episode metrics. Without a ``TimeLimit`` it
+    does nothing.
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.Wrapper.__init__(self, env)
+        inner = env
+        while isinstance(inner, gym.Wrapper):
+            if isinstance(inner, gym.wrappers.TimeLimit):
+                env.unwrapped.set_max_episode_steps(int(inner._max_episode_steps))
+                break
+            inner = inner.env

@@ -22,7 +22,7 @@ from gym_s3.rewards import RewardWeights
 from gym_s3.scenarios.labels import label_mask
 from gym_s3.scenarios.pool import PoolConfig
 from gym_s3.task import TaskConfig
-from gym_s3.tracks.surfaces import LayoutConfig, PatchConfig, SurfaceLayout
+from gym_s3.tracks.surfaces import LayoutConfig, LayoutMix, PatchConfig, SurfaceLayout
 
 #: Built-in tracks of the default scenario pool: the Putnam Park approximation, procedural
 #: circuits and town routes with intersections.
@@ -54,7 +54,8 @@ class ScenarioConfig:
         tracks: track names understood by :func:`gym_s3.tracks.registry.get_track`
             (``"putnam"``, ``"procedural:<seed>"``, ``"town:<seed>"``, ``"file:<csv>"``).
         layouts_per_track: surface layouts drawn per track.
-        layout: the surface distribution (base surface weights, ice patches).
+        layout: the surface distribution (base surface weights, ice patches), or a
+            :class:`~gym_s3.tracks.surfaces.LayoutMix` of several.
         labels: keep only scenarios with these labels (``gym_s3.scenarios.LABELS``); empty keeps
             all.
         match: ``"any"`` keeps scenarios with at least one of ``labels``, ``"all"`` with all.
@@ -72,7 +73,7 @@ class ScenarioConfig:
 
     tracks: tuple[str, ...] = DEFAULT_TRACKS
     layouts_per_track: int = 8
-    layout: LayoutConfig = DEFAULT_LAYOUT
+    layout: LayoutConfig | LayoutMix = DEFAULT_LAYOUT
     labels: tuple[str, ...] = ()
     match: Literal["any", "all"] = "any"
     pool: PoolConfig = field(default_factory=PoolConfig)

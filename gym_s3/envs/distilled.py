@@ -46,6 +46,7 @@ from gym_s3.envs.faces import (
 from gym_s3.envs.render import tile_frames
 from gym_s3.envs.vector import S3DistilledVectorEnv
 from gym_s3.envs.view import CarSnapshot, CoreView
+from gym_s3.observations import EgoState
 from gym_s3.plausibility import check_seed
 from gym_s3.spec import (
     batched_action_space,
@@ -131,6 +132,11 @@ class S3DistilledEnv(gym.Env):
             info[key] = _numpy(row) if row.ndim else row.item()
         terminated, truncated = bool(out.terminated[0]), bool(out.truncated[0])
         return _numpy(out.obs[0]), float(out.reward[0]), terminated, truncated, info
+
+    @property
+    def ego(self) -> EgoState:
+        """The car's state (pose and body velocities) after the last reset or step."""
+        return self.core.state.ego()
 
     @property
     def reference(self) -> ReferencePath:

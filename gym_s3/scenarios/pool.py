@@ -74,6 +74,10 @@ class ScenarioPool:
         scenario_variant: ``(S,)`` int64 variant of each scenario.
         scenario_start: ``(S,)`` start arc length [m].
         scenario_labels: ``(S,)`` int64 label bitmask over :data:`LABELS`.
+        elapsed: ``(V, M)`` time to reach each sample from the path's first sample when driving
+            the variant's target speeds [s] (the reference time, see :meth:`route_time`).
+        pass_time: ``(V,)`` time of one pass along the path at the target speeds [s] (a loop
+            includes its closing segment).
     """
 
     bank: PathBank
@@ -84,6 +88,8 @@ class ScenarioPool:
     scenario_variant: Tensor
     scenario_start: Tensor
     scenario_labels: Tensor
+    elapsed: Tensor
+    pass_time: Tensor
 
     # ------------------------------------------------------------------ construction
     @staticmethod
@@ -145,7 +151,9 @@ class ScenarioPool:
             speeds.append(v)
             flat_layouts += list(lays)
             variant_path += [k] * len(lays)
-        speed = torch.cat(speeds).to(device=device, dtype=dtype)
+        speed = torch.cat(speeds)
+        elapsed, pass_time = _reference_times(speed, bank, torch.tensor(variant_path))
+        speed = speed.to(device=device, dtype=dtype)
         surfaces = SurfaceBatch.stack(
             flat_layouts, max_patches=max_patches, device=device, dtype=dtype
         )
@@ -160,6 +168,8 @@ class ScenarioPool:
             scenario_variant=s_var.to(device),
             scenario_start=s_start.to(device=device, dtype=dtype),
             scenario_labels=torch.zeros(len(s_var), dtype=torch.int64, device=device),
+            elapsed=elapsed.to(device=device, dtype=dtype),
+            pass_time=pass_time.to(device=device, dtype=dtype),
         )
         labels = pool._label_scenarios(paths, config)
         return ScenarioPool(**{**pool.__dict__, "scenario_labels": labels})
@@ -178,6 +188,16 @@ class ScenarioPool:
     def target_speed(self, variant: Tensor, s: Tensor) -> Tensor:
         """Target speed [m/s] of each row's variant at arc lengths ``s`` ``(N,)`` or ``(N, J)``."""
         return self.bank.interpolate(self.speed, variant, self.variant_path[variant], s)
+
+    def route_time(self, variant: Tensor, start: Tensor, laps: float = 1.0) -> Tensor:
+        """Reference time of each row's route at the target speeds [s] ``(N,)``.
+
+        An open path's route runs from ``start`` [m] to its end; a loop's route is ``laps``
+        passes. The time a car may take is derived from it (see ``TaskConfig.time_limit_factor``).
+        """
+        pid = self.variant_path[variant]
+        rest = self.pass_time[variant] - self.bank.interpolate(self.elapsed, variant, pid, start)
+        return torch.where(self.bank.closed[pid], laps * self.pass_time[variant], rest)
 
     def filter(self, labels: Sequence[str] | None = None, *, match: str = "any") -> ScenarioPool:
         """The pool restricted to scenarios with ``any`` (or ``all``) of ``labels``.
@@ -281,6 +301,26 @@ class ScenarioPool:
                 )  # fmt: skip
             )
         return torch.cat(out)
+
+
+def _reference_times(speed: Tensor, bank: PathBank, variant_path: Tensor) -> tuple[Tensor, Tensor]:
+    """``(elapsed (V, M), pass_time (V,))`` at the target speeds ``speed`` ``(V, M)`` [s].
+
+    Constant acceleration between samples (segment time ``2 ds / (v_i + v_i+1)``); samples past
+    the end of a shorter path (padding) add no time.
+    """
+    v = speed.to(torch.float64).clamp(min=1e-3)
+    pid = variant_path.to(v.device)
+    ds = bank.ds.to(v.device, torch.float64)[pid][:, None]
+    seg = 2.0 * ds / (v[:, :-1] + v[:, 1:])  # (V, M-1): segment i -> i + 1
+    m = bank.num_samples.to(v.device)[pid][:, None]
+    seg = torch.where(torch.arange(1, v.shape[1], device=v.device)[None, :] < m, seg, 0.0)
+    elapsed = torch.cat([torch.zeros_like(v[:, :1]), torch.cumsum(seg, dim=1)], dim=1)
+    last = (m - 1).clamp(min=0)
+    closing = 2.0 * ds[:, 0] / (v.gather(1, last).squeeze(1) + v[:, 0])
+    total = elapsed.gather(1, last).squeeze(1)
+    closed = bank.closed.to(v.device)[pid]
+    return elapsed, torch.where(closed, total + closing, total)
 
 
 def _cut_scenarios(

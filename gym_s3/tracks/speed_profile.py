@@ -4,12 +4,19 @@ Given the curvature of a path and the friction along it, the profile is the fast
 
 * never needs more lateral acceleration than ``lateral_fraction * mu * g`` (corner speed limit
   ``sqrt(lateral_fraction * mu * g / |kappa|)``),
-* accelerates no harder than the engine limit and what friction leaves after cornering, and
-* brakes no harder than the brake limit and what friction leaves after cornering,
+* accelerates no harder than the engine limit, what friction leaves after cornering and what
+  the car reaches on that surface at that speed, and
+* brakes no harder than the brake limit, what friction leaves after cornering and what the car
+  reaches on that surface,
 
 using the local friction at every point. A forward pass limits acceleration, a backward pass
 limits braking, so the profile starts slowing down before an ice patch and accelerates gently on
 it. Both passes work on a batch of B friction profiles at once (one per surface layout).
+
+The reachable accelerations are measured in the high-fidelity vehicle model
+(:mod:`gym_s3.tracks.reachable`): on ice the friction ellipse would allow 0.59 m/s^2, the car
+gets about 0.2 m/s^2 out of its spinning front wheels, and a profile that asks for more makes
+every driver fall behind it.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from torch import Tensor
 
 from gym_s3.errors import ConfigError
 from gym_s3.tracks.path import ReferencePath
+from gym_s3.tracks.reachable import ReachableAccelerations
 
 GRAVITY = 9.81  # [m/s^2]
 
@@ -41,6 +49,8 @@ class SpeedProfileConfig:
         v_start: speed at the first sample of an open path [m/s] (``None``: free, e.g. a flying
             start; ``0``: start from rest, raised to ``v_min`` by the final floor).
         v_end: speed at the last sample of an open path [m/s] (``None``: free; ``0``: stop).
+        reachable: also cap acceleration and braking at what the car reaches on the local
+            friction and speed (the measured table of :mod:`gym_s3.tracks.reachable`).
     """
 
     v_max: float = 28.0
@@ -51,6 +61,7 @@ class SpeedProfileConfig:
     brake_max: float = 6.0
     v_start: float | None = None
     v_end: float | None = None
+    reachable: bool = True
 
     def __post_init__(self) -> None:
         """Validate the fields (raises :class:`~gym_s3.errors.ConfigError`)."""
@@ -92,6 +103,7 @@ def _sweep(
     ds: float,
     limit: float,
     config: SpeedProfileConfig,
+    reach: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Forward pass ``v2[i+1] = min(cap[i+1], v2[i] + 2 ds a_i)`` over the columns.
 
@@ -102,6 +114,8 @@ def _sweep(
         ds: spacing [m].
         limit: engine or brake limit [m/s^2].
         config: friction fractions.
+        reach: optional ``(speeds (G,), limits (G, M, B))``: the reachable acceleration of
+            segment ``i`` at speed ``v`` is ``limits[:, i]`` interpolated at ``v`` [m/s^2].
 
     Returns:
         ``(M, B)`` squared speeds.
@@ -113,6 +127,11 @@ def _sweep(
     gain = 2.0 * ds * config.longitudinal_fraction * mu * GRAVITY
     step_cap = 2.0 * ds * limit
     work = np.empty_like(cap[0])
+    if reach is not None:
+        xp = reach[0]
+        base = np.ascontiguousarray(reach[1].transpose(1, 0, 2))  # (M, G, B)
+        slope = np.diff(base, axis=1) / np.diff(xp)[None, :, None]  # (M, G - 1, B)
+        cols = np.arange(cap.shape[1])
     for i in range(cap.shape[0] - 1):  # in-place ufuncs: this loop is the hot path
         np.multiply(out[i], lat_per_v2[i], out=work)
         np.multiply(work, work, out=work)
@@ -121,6 +140,11 @@ def _sweep(
         np.sqrt(work, out=work)
         np.multiply(work, gain[i], out=work)
         np.minimum(work, step_cap, out=work)
+        if reach is not None:  # the reachable acceleration at this speed, linear in speed
+            v = np.clip(np.sqrt(out[i]), xp[0], xp[-1])
+            k = np.minimum(np.searchsorted(xp, v, side="right") - 1, len(xp) - 2)
+            reached = base[i, k, cols] + slope[i, k, cols] * (v - xp[k])
+            np.minimum(work, 2.0 * ds * reached, out=work)
         np.add(work, out[i], out=work)
         np.minimum(cap[i + 1], work, out=out[i + 1])
     return out
@@ -142,22 +166,30 @@ def _one_direction(
     limit: float,
     closed: bool,
     config: SpeedProfileConfig,
+    kind: str,
 ) -> np.ndarray:
     """The limited sweep along the sample order; on a loop it starts where the cap is lowest.
+
+    ``kind`` (``"accel"`` or ``"brake"``) picks the reachable-acceleration table when
+    ``config.reachable``.
 
     On a closed path the sample with the lowest cap is never raised by the sweep (nothing
     before it can be slower), so rolling every column to start there makes one lap exact.
     """
     k_seg = _segments(np.abs(kappa), closed, np.maximum)
     mu_seg = _segments(mu, closed, np.minimum)
+    reach = ReachableAccelerations.load().limits(kind, mu_seg) if config.reachable else None
     if not closed:
-        return _sweep(cap, k_seg, mu_seg, ds, limit, config)
+        return _sweep(cap, k_seg, mu_seg, ds, limit, config, reach)
     m, b = cap.shape
     start = cap.argmin(axis=0)  # (B,)
     rows = (np.arange(m)[:, None] + start[None, :]) % m  # (M, B)
     cols = np.arange(b)[None, :]
     k_full = np.broadcast_to(k_seg, (m, b))
-    rolled = _sweep(cap[rows, cols], k_full[rows, cols], mu_seg[rows, cols], ds, limit, config)
+    if reach is not None:
+        reach = (reach[0], reach[1][:, rows, cols])
+    rolled = _sweep(cap[rows, cols], k_full[rows, cols], mu_seg[rows, cols], ds, limit, config,
+                    reach)  # fmt: skip
     out = np.empty_like(cap)
     out[rows, cols] = rolled
     return out
@@ -202,7 +234,7 @@ def speed_profile(
             cap[0] = np.minimum(cap[0], config.v_start**2)
         if config.v_end is not None:
             cap[-1] = np.minimum(cap[-1], config.v_end**2)
-    fwd = _one_direction(cap, kappa, mu_np, path.ds, config.accel_max, path.closed, config)
+    fwd = _one_direction(cap, kappa, mu_np, path.ds, config.accel_max, path.closed, config, "accel")
     bwd = _one_direction(
         _reverse(fwd),
         _reverse(kappa),
@@ -211,6 +243,7 @@ def speed_profile(
         config.brake_max,
         path.closed,
         config,
+        "brake",
     )
     v = np.sqrt(_reverse(bwd)).clip(min=config.v_min).T
     out = torch.from_numpy(np.ascontiguousarray(v)).to(mu_t.device)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 import torch
@@ -34,6 +35,7 @@ __all__ = [
     "SURFACE_ALIASES",
     "SURFACE_NAMES",
     "LayoutConfig",
+    "LayoutMix",
     "PatchBand",
     "PatchConfig",
     "RectPatch",
@@ -234,6 +236,11 @@ class PatchConfig:
         piece_length_m: longest rectangle a patch is made of [m]; on curves the pieces are
             shorter, so the rectangles follow the band within 5 cm (see :func:`band_to_rects`).
         margin_m: distance kept free after the start of an open path [m].
+        placement: ``"anywhere"`` (uniform along the path) or ``"corners"``: where ice hurts,
+            each patch in the braking zone before a corner apex (ending 0-20 m before it), on
+            the apex (centred on it) or on the exit (starting 0-20 m after it), with equal
+            probability; apexes are the curvature peaks sharper than 1/200 m (uniform placement
+            on a path without corners).
     """
 
     count: tuple[int, int] = (0, 0)
@@ -243,9 +250,14 @@ class PatchConfig:
     mu: tuple[float, float] | None = None
     piece_length_m: float = 30.0
     margin_m: float = 30.0
+    placement: Literal["anywhere", "corners"] = "anywhere"
 
     def __post_init__(self) -> None:
         """Validate the fields (raises :class:`~gym_s3.errors.ConfigError`)."""
+        if self.placement not in ("anywhere", "corners"):
+            raise ConfigError(
+                f"patch placement must be 'anywhere' or 'corners', got {self.placement!r}"
+            )
         lo, hi = self.count
         if not 0 <= lo <= hi:
             raise ConfigError(f"patch count range must satisfy 0 <= min <= max, got {self.count}")
@@ -287,6 +299,59 @@ class LayoutConfig:
             get_surface(name)
         if self.weights and (len(self.weights) != len(self.base) or min(self.weights) < 0):
             raise ConfigError("LayoutConfig.weights must be non-negative, one per base surface")
+
+
+@dataclass(frozen=True)
+class LayoutMix:
+    """A mixture of surface distributions: each layout is drawn from one of ``options``.
+
+    Attributes:
+        options: the distributions (e.g. full-ice laps, asphalt with ice at the corners,
+            asphalt -> ice transitions).
+        weights: sampling weights of ``options`` (uniform when empty).
+    """
+
+    options: tuple[LayoutConfig, ...]
+    weights: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        """Validate the fields (raises :class:`~gym_s3.errors.ConfigError`)."""
+        if not self.options or not all(isinstance(o, LayoutConfig) for o in self.options):
+            raise ConfigError("LayoutMix.options needs at least one LayoutConfig")
+        if self.weights and (len(self.weights) != len(self.options) or min(self.weights) < 0):
+            raise ConfigError("LayoutMix.weights must be non-negative, one per option")
+
+
+def _pick(rng: np.random.Generator, count: int, weights: tuple[float, ...]) -> int:
+    """Index drawn from ``count`` choices with ``weights`` (uniform when empty)."""
+    probs = None
+    if weights:
+        w = np.asarray(weights, dtype=np.float64)
+        probs = w / w.sum()
+    return int(rng.choice(count, p=probs))
+
+
+def corner_apexes(path: ReferencePath, min_curvature: float = 1.0 / 200.0) -> np.ndarray:
+    """Arc lengths [m] of the corner apexes: local peaks of ``|curvature|`` above the threshold."""
+    k = path.curvature.abs().detach().cpu().numpy()
+    prev, nxt = np.roll(k, 1), np.roll(k, -1)
+    if not path.closed:
+        prev[0], nxt[-1] = np.inf, np.inf
+    peak = (k >= prev) & (k > nxt) & (k > min_curvature)
+    return np.flatnonzero(peak) * path.ds
+
+
+def _patch_start(path: ReferencePath, pc: PatchConfig, length: float, rng, apexes) -> float:
+    """Start arc length [m] of one patch of ``length`` (see ``PatchConfig.placement``)."""
+    lo_s = 0.0 if path.closed else pc.margin_m
+    hi_s = path.length - (0.0 if path.closed else length)
+    if pc.placement == "corners" and len(apexes):
+        apex = float(apexes[int(rng.integers(len(apexes)))])
+        phase = int(rng.integers(0, 3))  # 0: braking zone, 1: apex, 2: exit
+        gap = float(rng.uniform(0.0, 20.0))
+        s0 = (apex - length - gap, apex - length / 2, apex + gap)[phase]
+        return s0 % path.length if path.closed else float(np.clip(s0, lo_s, max(lo_s, hi_s)))
+    return float(rng.uniform(lo_s, max(lo_s, hi_s)))
 
 
 def band_to_rects(
@@ -356,24 +421,21 @@ def lap_layout(
 
 
 def sample_layout(
-    path: ReferencePath, config: LayoutConfig, rng: np.random.Generator
+    path: ReferencePath, config: LayoutConfig | LayoutMix, rng: np.random.Generator
 ) -> SurfaceLayout:
     """Draw one episode's surface layout along ``path`` (deterministic for a seeded ``rng``)."""
-    probs = None
-    if config.weights:
-        w = np.asarray(config.weights, dtype=np.float64)
-        probs = w / w.sum()
-    base = get_surface(config.base[int(rng.choice(len(config.base), p=probs))])
+    if isinstance(config, LayoutMix):
+        config = config.options[_pick(rng, len(config.options), config.weights)]
+    base = get_surface(config.base[_pick(rng, len(config.base), config.weights)])
     pc = config.patches
     count = int(rng.integers(pc.count[0], pc.count[1] + 1))
     patch_surface = get_surface(pc.surface)
     bands: list[PatchBand] = []
     rects: list[RectPatch] = []
-    lo_s = 0.0 if path.closed else pc.margin_m
+    apexes = corner_apexes(path) if pc.placement == "corners" and count else np.zeros(0)
     for _ in range(count):
         length = float(rng.uniform(*pc.length_m))
-        hi_s = path.length - (0.0 if path.closed else length)
-        s0 = float(rng.uniform(lo_s, max(lo_s, hi_s)))
+        s0 = _patch_start(path, pc, length, rng, apexes)
         smp = path.sample(torch.tensor([s0 + length / 2], dtype=path.dtype))
         w_left, w_right = float(smp.width_left[0]), float(smp.width_right[0])
         width = (w_left + w_right) * float(rng.uniform(*pc.coverage))

@@ -60,8 +60,9 @@ def _policy_table(results: Mapping[str, str]) -> str:
             ):
                 cond += " (no patch reached)"
                 unreached += 1
+            who = name if run.get("driver", "policy") == "policy" else f"{run['driver']} ({name})"
             lines.append(
-                f"| {name} | {cond} | {run['terminated_by']} | {m['completion']:.2f} | "
+                f"| {who} | {cond} | {run['terminated_by']} | {m['completion']:.2f} | "
                 f"{m['cte_mean']:.2f} | {m['cte_max']:.2f} | {m['heading_error_mean']:.3f} | "
                 f"{m['speed_error_mean']:.2f} | {m['action_smoothness']:.4f} | "
                 f"{m['off_track_steps']:.0f} |"

@@ -8,26 +8,22 @@ import math
 import numpy as np
 import pytest
 import torch
+from policy_helpers import untrained_policy
 
 from gym_s3.cli import main
 from gym_s3.envs.config import ScenarioConfig
 from gym_s3.envs.pools import resolve_track, scenario_source
 from gym_s3.errors import ConfigError
-from gym_s3.spec import observation_size
 from gym_s3.tracks.surfaces import lap_layout
-from policies.checkpoint import Policy, load_policy, save_policy
+from policies.checkpoint import Policy
 from policies.evaluate import METRICS
 from policies.evaluate_distilled import evaluate_distilled_laps, evaluate_labels
-from policies.networks import ActorNet, RunningNorm
 
 
 @pytest.fixture
 def policy(tmp_path) -> Policy:
     """An untrained bicycle policy saved to disk and loaded back (the real checkpoint path)."""
-    torch.manual_seed(0)
-    actor = ActorNet(RunningNorm(observation_size()), observation_size(), (16, 16))
-    path = save_policy(tmp_path / "pol", actor, backend="bicycle", obs_mode="default", training={})
-    return load_policy(path)
+    return untrained_policy(tmp_path)
 
 
 def test_lap_layout_is_the_beamng_env_layout():
@@ -74,7 +70,7 @@ def test_bad_explicit_layouts_or_starts_are_refused(kwargs, match):
 def test_distilled_laps_drive_the_lap_from_a_standing_start(policy):
     """One run per surface × patch count, from s = 0 at rest, on the lap layout."""
     results = evaluate_distilled_laps(policy, surfaces=("asphalt", "ice"), ice_patches=(0, 3),
-                                      max_steps=25, progress=False)  # fmt: skip
+                                      max_steps=25, progress=False, expert=False)  # fmt: skip
     assert [(r.condition["surface"], r.condition["ice_patches"]) for r in results] == [
         ("asphalt", 0), ("asphalt", 3), ("ice", 0), ("ice", 3)]  # fmt: skip
     putnam = resolve_track("putnam")
@@ -116,7 +112,8 @@ def test_cli_evaluates_distilled_laps_and_labels(policy, tmp_path, capsys):
     assert rc == 0
     runs = json.loads((out / "results.json").read_text())["runs"]
     assert [r["condition"].get("label", r["condition"].get("surface")) for r in runs] == [
-        "asphalt", "sharp_turn"]  # fmt: skip
+        "asphalt", "asphalt", "sharp_turn"]  # fmt: skip
+    assert [r["driver"] for r in runs] == ["expert", "policy", "policy"]
     assert (out / "trajectory_asphalt_p2.png").stat().st_size > 0
     assert (out / "labels.png").stat().st_size > 0  # label sets get their bar plot
     assert "asphalt +2 ice" in capsys.readouterr().out

@@ -131,7 +131,7 @@ def test_open_path_start_and_stop_speeds():
     the boundary speeds of open paths are ignored.
     """
     straight = straight_path(300.0)
-    cfg = SpeedProfileConfig(v_start=0.0, v_end=0.0, v_min=0.1)
+    cfg = SpeedProfileConfig(v_start=0.0, v_end=0.0, v_min=0.1, reachable=False)  # analytic
     v = speed_profile(straight, torch.ones(straight.num_samples, dtype=torch.float64), cfg)
     s = straight.s
     decel = min(cfg.brake_max, cfg.longitudinal_fraction * GRAVITY)

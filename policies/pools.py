@@ -1,0 +1,40 @@
+"""The surface distributions PPO trains on (``PPOConfig.pool``).
+
+``all_surfaces`` is the pool of policies that must hold on every surface: every base surface,
+full-ice and full-snow laps, ice patches where they hurt (braking zones, apexes and exits of the
+corners), and long asphalt -> ice -> asphalt stretches. ``default`` is the env's default
+distribution (mostly dry asphalt, a few patches anywhere).
+"""
+
+from __future__ import annotations
+
+from gym_s3.envs.config import DEFAULT_LAYOUT
+from gym_s3.tracks.surfaces import LayoutConfig, LayoutMix, PatchConfig
+
+#: Every surface the policies must hold on, in the shares a training pool draws them.
+ALL_SURFACES = LayoutMix(
+    options=(
+        # mixed grip with a few patches anywhere
+        LayoutConfig(
+            base=("asphalt", "asphalt_wet", "gravel", "dirt"), patches=PatchConfig(count=(0, 2))
+        ),  # fmt: skip
+        LayoutConfig(base=("snow",)),  # full-snow laps
+        LayoutConfig(base=("ice",)),  # full-ice laps
+        # ice where it hurts: braking zones, apexes, exits
+        LayoutConfig(
+            base=("asphalt", "asphalt_wet", "gravel", "dirt", "snow"),
+            patches=PatchConfig(count=(3, 6), placement="corners"),
+        ),  # fmt: skip
+        # asphalt -> ice -> asphalt: one long full-width stretch of ice
+        LayoutConfig(
+            base=("asphalt", "asphalt_wet"),
+            patches=PatchConfig(count=(1, 1), length_m=(150.0, 400.0), coverage=(1.0, 1.0)),
+        ),  # fmt: skip
+    ),
+    weights=(0.25, 0.15, 0.2, 0.25, 0.15),
+)
+#: Surface distributions of the training pool (``PPOConfig.pool``).
+TRAINING_POOLS: dict[str, LayoutConfig | LayoutMix] = {
+    "all_surfaces": ALL_SURFACES,
+    "default": DEFAULT_LAYOUT,
+}

@@ -1,0 +1,84 @@
+"""``s3 gap``: the same laps in S3Distilled-v0 and S3BeamNG-v0 (stand-in), and their ratio."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("beamngpy")
+
+from policy_helpers import untrained_policy  # noqa: E402
+
+from gym_s3.cli import main  # noqa: E402
+from policies.checkpoint import Policy  # noqa: E402
+from policies.gap import gap_metrics, measure_gap, write_gap  # noqa: E402
+from policies.scorecard import gap_markdown  # noqa: E402
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def policy(tmp_path) -> Policy:
+    """An untrained bicycle policy saved to disk and loaded back (the real checkpoint path)."""
+    return untrained_policy(tmp_path)
+
+
+def test_gap_drives_the_same_lap_in_both_simulators_and_writes_the_ratio(policy, tmp_path):
+    """One short lap with 2 ice patches: same start and layout; ratio = high-fi / distilled."""
+    report, pairs = measure_gap(policy, surfaces=("snow",), ice_patches=(2,), seed=3,
+                                max_steps=40, fast=False, progress=False)  # fmt: skip
+    ((distilled, highfi),) = pairs
+    assert distilled.env == "S3Distilled-v0/bicycle"
+    assert highfi.env == "S3BeamNG-v0 (open stand-in)"
+    assert distilled.layout == highfi.layout and len(distilled.layout.bands) == 2
+    assert np.allclose(distilled.trajectory[0], highfi.trajectory[0], atol=0.5)
+    assert len(distilled.trajectory) == len(highfi.trajectory) == 40
+    run = report["runs"][0]
+    assert run["condition"] == {"track": "putnam", "surface": "snow", "ice_patches": 2}
+    assert report["simulator"].startswith("open stand-in")
+    for key in ("cte_mean", "cte_max", "progress_120s"):
+        assert run["ratio"][key] == pytest.approx(run["highfi"][key] / run["distilled"][key])
+    assert run["ratio"]["lap_time"] is None  # neither lap completed in 40 steps
+    assert run["highfi"]["progress_120s"] == pytest.approx(
+        (highfi.s[-1] - highfi.s[0]) / highfi.reference.length
+    )
+    files = write_gap(report, pairs, tmp_path / "gap")
+    saved = json.loads((tmp_path / "gap" / "gap.json").read_text())
+    assert saved["runs"][0]["ratio"] == run["ratio"]
+    md = (tmp_path / "gap" / "gap.md").read_text()
+    assert "open stand-in" in md and "| snow +2 ice |" in md
+    assert (tmp_path / "gap" / "gap_snow_p2.png") in files
+    card = gap_markdown({"bicycle": saved})
+    assert "| bicycle | open stand-in" in card and f"{run['ratio']['cte_mean']:.2f}" in card
+
+
+def test_gap_metrics_lap_time_only_for_completed_laps_and_progress_at_120_s(policy):
+    """lap_time is the driven time of a completed lap; progress_120s reads s at 120 s."""
+    from gym_s3.envs.pools import resolve_track
+    from policies.evaluate import RunResult
+
+    putnam = resolve_track("putnam")
+    s = np.linspace(0.0, putnam.length * 2.0, 3000) % putnam.length  # wraps before 120 s
+    empty = np.zeros(3000)
+    done = RunResult("x", {}, {"cte_mean": 0.1, "cte_max": 0.2, "completion": 1.0, "steps": 3000,
+                               "speed_error_mean": 0.0, "action_smoothness": 0.0},
+                     "completed", np.zeros((3000, 2)), empty, s, empty, empty,
+                     reference=putnam)  # fmt: skip
+    m = gap_metrics(done)
+    assert m["lap_time"] == pytest.approx(150.0)
+    assert m["progress_120s"] == pytest.approx(2.0 * 2399 / 2999, rel=1e-6)
+    done.terminated_by = "off_track"
+    assert gap_metrics(done)["lap_time"] is None
+
+
+@pytest.mark.slow
+def test_cli_gap_writes_its_files(policy, tmp_path):
+    """``s3 gap`` end to end (compiled stand-in physics, as users run it)."""
+    out = tmp_path / "gap"
+    rc = main(["gap", str(policy.path), "--surfaces", "ice", "--ice-patches", "0",
+               "--max-steps", "30", "--out", str(out)])  # fmt: skip
+    assert rc == 0
+    assert json.loads((out / "gap.json").read_text())["runs"][0]["condition"]["surface"] == "ice"
+    assert (out / "gap_ice_p0.png").stat().st_size > 0

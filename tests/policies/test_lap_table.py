@@ -1,0 +1,89 @@
+"""Lap tables: the scripted expert's row, each policy's ratio to it, and the lap time limit."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from policy_helpers import untrained_policy
+
+from gym_s3.cli import main
+from policies.checkpoint import Policy
+from policies.evaluate import RunResult, compare_with_expert
+from policies.evaluate_distilled import evaluate_distilled_laps
+
+
+@pytest.fixture
+def policy(tmp_path) -> Policy:
+    """An untrained bicycle policy saved to disk and loaded back (the real checkpoint path)."""
+    return untrained_policy(tmp_path)
+
+
+def _row(driver: str, surface: str, end: str, cte: float, steps: float) -> RunResult:
+    empty = np.zeros(0)
+    metrics = {"cte_mean": cte, "cte_max": 2 * cte, "steps": steps}
+    return RunResult("S3BeamNG-v0", {"surface": surface}, metrics, end, np.zeros((0, 2)),
+                     empty, empty, empty, empty, driver=driver)  # fmt: skip
+
+
+def test_ratios_pair_each_policy_row_with_the_expert_on_the_same_lap():
+    """Ratios are policy / expert on the same env and lap; lap time only when both completed."""
+    rows = compare_with_expert([
+        _row("expert", "ice", "completed", 0.2, 100.0),
+        _row("policy", "ice", "completed", 0.3, 130.0),
+        _row("expert", "snow", "completed", 0.5, 80.0),
+        _row("policy", "snow", "off_track", 1.0, 40.0),
+        _row("policy", "gravel", "completed", 1.0, 40.0),  # no expert lap: no ratios
+    ])  # fmt: skip
+    assert rows[1].vs_expert == pytest.approx({"cte_mean": 1.5, "cte_max": 1.5, "lap_time": 1.3})
+    assert rows[3].vs_expert["cte_mean"] == pytest.approx(2.0)
+    assert rows[3].vs_expert["lap_time"] is None
+    assert rows[0].vs_expert == {} and rows[4].vs_expert == {}
+
+
+def test_distilled_lap_table_has_the_expert_row_on_the_same_lap(policy):
+    """The expert drives the same lap first (same layout and task); the expert follows the line."""
+    results = evaluate_distilled_laps(policy, surfaces=("asphalt",), ice_patches=(2,),
+                                      max_steps=60, progress=False)  # fmt: skip
+    expert, pol = results
+    assert (expert.driver, pol.driver) == ("expert", "policy")
+    assert expert.condition == pol.condition and expert.layout == pol.layout
+    assert np.allclose(expert.trajectory[0], pol.trajectory[0], atol=0.5)  # same standing start
+    assert expert.metrics["steps"] == pol.metrics["steps"] == 60
+    assert expert.metrics["cte_max"] < 0.5 and expert.s[-1] > 5.0  # it drives along the line
+    assert set(pol.vs_expert) == {"cte_mean", "cte_max", "lap_time"}
+    ref = expert.metrics["cte_max"]  # exactly 0 on this straight start in the bicycle model
+    expected = pol.metrics["cte_max"] / ref if ref > 0 else None
+    assert pol.vs_expert["cte_max"] == (pytest.approx(expected) if expected else None)
+
+
+def test_cli_time_limit_ends_laps_as_time_limit_with_expert_rows(policy, tmp_path):
+    """``--time-limit 1.5`` ends every lap after 30 steps as ``time_limit``; JSON has both rows."""
+    out = tmp_path / "eval"
+    rc = main(["evaluate", str(policy.path), "--env", "distilled", "--surfaces", "ice",
+               "--ice-patches", "0", "--time-limit", "1.5", "--out", str(out)])  # fmt: skip
+    assert rc == 0
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [r["driver"] for r in runs] == ["expert", "policy"]
+    assert all(r["terminated_by"] == "time_limit" and r["metrics"]["steps"] == 30 for r in runs)
+    assert runs[1]["vs_expert"]["lap_time"] is None  # neither lap completed
+    table = (out / "results.md").read_text()
+    assert "lap time / expert" in table and "| expert |" in table
+    assert (out / "trajectory_ice_p0_expert.png").exists()
+    assert (out / "trajectory_ice_p0.png").exists()
+
+
+def test_scorecard_policy_quality_leaves_out_the_expert_and_counts_stalls_as_failures():
+    """Expert reference rows do not count for the policy; a stalled lap is a failed one."""
+    from policies.scorecard import policy_quality
+
+    rows = [
+        _row("expert", "ice", "completed", 0.1, 100.0),
+        _row("policy", "ice", "stalled", 0.4, 90.0),
+    ]
+    for r in rows:
+        r.metrics["completion"] = 1.0 if r.driver == "expert" else 0.3
+    quality = policy_quality([r.to_json() for r in rows])
+    assert quality["runs"] == 1 and quality["failed"] == 1 and quality["completed"] == 0
+    assert quality["cte_mean"] == pytest.approx(0.4)

@@ -1,0 +1,92 @@
+"""The PPO training pool covers every surface, and the robustness options perturb (or are off)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("torchrl")
+
+from gym_s3.envs.pools import resolve_track  # noqa: E402
+from gym_s3.errors import ConfigError  # noqa: E402
+from gym_s3.tracks.surfaces import SURFACES, sample_layout  # noqa: E402
+from policies.config import POOL_NAMES, preset  # noqa: E402
+from policies.pools import ALL_SURFACES, TRAINING_POOLS  # noqa: E402
+from policies.ppo import make_train_env  # noqa: E402
+from policies.robustness import ObservationNoise  # noqa: E402
+
+
+def test_all_surfaces_pool_has_every_surface_full_laps_corner_ice_and_transitions():
+    """200 draws on Putnam: all six bases, full-ice and full-snow laps, long full-width ice."""
+    assert set(POOL_NAMES) == set(TRAINING_POOLS)
+    putnam = resolve_track("putnam")
+    rng = np.random.default_rng(0)
+    layouts = [sample_layout(putnam, ALL_SURFACES, rng) for _ in range(200)]
+    assert {lay.base for lay in layouts} == set(SURFACES)
+    assert any(lay.base == "ice" and not lay.bands for lay in layouts)
+    assert any(lay.base == "snow" and not lay.bands for lay in layouts)
+    transitions = [b for lay in layouts if lay.base.startswith("asphalt") for b in lay.bands
+                   if b.length >= 150.0 and b.d_max - b.d_min >= 8.9]  # fmt: skip
+    assert len(transitions) >= 10
+    assert sum(len(lay.bands) >= 3 for lay in layouts) >= 30  # the corner-ice option
+
+
+def test_ppo_env_gets_the_pool_and_noise_by_default_and_not_when_disabled():
+    """The default config trains with the mix, friction noise and standing starts; zeros disable."""
+    cfg = preset("tiny", num_envs=8)
+    env = make_train_env(cfg)
+    core = env.base_env.core
+    task = core.task.config
+    assert (task.friction_noise, task.start_from_rest) == (0.15, 0.2)
+    assert core.config.scenario.layout is ALL_SURFACES
+    assert isinstance(env.transform, ObservationNoise)
+    off = preset("tiny", num_envs=8, pool="default", obs_noise=0.0, friction_noise=0.0,
+                 start_from_rest=0.0)  # fmt: skip
+    plain = make_train_env(off)
+    assert not hasattr(plain, "transform")
+    assert plain.core.task.config.friction_noise == 0.0
+    with pytest.raises(ConfigError, match="training pool"):
+        preset("tiny", pool="ice_only")
+    with pytest.raises(ConfigError, match="obs_noise"):
+        preset("tiny", obs_noise=-0.1)
+
+
+def test_observation_noise_perturbs_at_the_stated_scale_and_clean_env_is_untouched():
+    """Same seed: noisy minus clean observations have std ~ 0.05 of each feature's half range."""
+    clean = make_train_env(preset("tiny", num_envs=256, obs_noise=0.0))
+    noisy = make_train_env(preset("tiny", num_envs=256, obs_noise=0.05))
+    a, b = clean.reset(), noisy.reset()
+    diff = b["observation"] - a["observation"]
+    ratio = diff.std(0) / noisy.transform.scale
+    assert torch.all((ratio > 0.8) & (ratio < 1.2))
+    action = torch.zeros(256, 2)
+    a = clean.step(a.set("action", action))["next", "observation"]
+    b = noisy.step(b.set("action", action))["next", "observation"]
+    assert (b - a).abs().mean() > 0.01 * noisy.transform.scale.mean()
+
+
+def test_action_delay_feeds_the_env_actions_d_steps_late_and_is_off_by_default():
+    """Car i's env sees the action of step t - d_i (zeros before it), the data the policy's own.
+
+    A partial reset clears only the reset cars' history.
+    """
+    assert preset("tiny").action_delay == 0
+    env = make_train_env(preset("tiny", num_envs=6, action_delay=2, obs_noise=0.0))
+    td = env.reset()  # draws each car's delay
+    delay = env.transform.delay.clone()
+    assert set(delay.tolist()) <= {0, 1, 2} and len(set(delay.tolist())) > 1
+    for t in range(4):
+        td["action"] = torch.full((6, 2), 0.1 * (t + 1))
+        out = env.step(td)
+        applied = env.base_env.core.task.prev_action[:, 1]
+        expected = torch.clamp(0.1 * (t + 1 - delay), min=0.0)
+        assert torch.allclose(applied, expected.to(applied.dtype), atol=1e-6)
+        assert torch.allclose(out["action"][:, 1], torch.full((6,), 0.1 * (t + 1)))
+        td = out["next"]
+    reset = torch.zeros(6, 1, dtype=torch.bool)
+    reset[0] = True
+    env.transform._reset(td.set("_reset", reset), td)
+    assert env.transform._history[0].abs().sum() == 0 and env.transform._history[1:].abs().sum() > 0
+    with pytest.raises(ConfigError, match="action_delay"):
+        preset("tiny", action_delay=-1)

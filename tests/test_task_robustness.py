@@ -1,0 +1,108 @@
+"""Robustness options of the task and the layouts: friction noise, standing starts, corner ice.
+
+Also mixtures of surface distributions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from path_helpers import make_circle
+
+from gym_s3.envs.pools import resolve_track
+from gym_s3.errors import ConfigError
+from gym_s3.observations import EgoState
+from gym_s3.scenarios import PoolConfig, ScenarioPool
+from gym_s3.task import TaskConfig, TrackingTask
+from gym_s3.tracks.surfaces import (
+    LayoutConfig,
+    LayoutMix,
+    PatchConfig,
+    SurfaceLayout,
+    corner_apexes,
+    sample_layout,
+)
+
+
+def _task(config: TaskConfig, n: int = 256) -> TrackingTask:
+    pool = ScenarioPool.build([make_circle(60.0)], [[SurfaceLayout.uniform("snow")]], PoolConfig())
+    task = TrackingTask(pool, n, config)
+    task.reset(torch.ones(n, dtype=torch.bool), torch.Generator().manual_seed(0))
+    return task
+
+
+def _ego(task: TrackingTask) -> EgoState:
+    smp = task.pool.bank.sample(task.pid, task.s)
+    z = torch.zeros_like(task.s)
+    return EgoState(smp.x, smp.y, smp.heading, z + 5.0, z, z)
+
+
+def test_friction_noise_scales_what_the_car_feels_per_episode_and_is_off_by_default():
+    """Each car feels snow friction x U(0.7, 1.3), the same on its wheels; 0 gives exactly 0.25."""
+    noisy = _task(TaskConfig(friction_noise=0.3))
+    mu = noisy.wheel_friction(_ego(noisy))
+    scale = mu[:, 0] / 0.25
+    assert torch.allclose(mu, mu[:, :1].expand_as(mu))
+    assert 0.7 - 1e-5 <= float(scale.min()) and float(scale.max()) <= 1.3 + 1e-5
+    assert float(scale.std()) > 0.1  # spread over the range, not one draw for all
+    step = noisy.step(_ego(noisy), torch.zeros(256, 2))
+    assert torch.allclose(step.info["wheel_mu"], mu)  # the dynamics get the noisy friction
+    exact = _task(TaskConfig())
+    assert torch.equal(exact.wheel_friction(_ego(exact)), torch.full((256, 4), 0.25))
+    with pytest.raises(ConfigError, match="friction_noise"):
+        TaskConfig(friction_noise=1.0)
+
+
+def test_start_from_rest_gives_that_share_of_standing_starts():
+    """``start_from_rest=0.5``: about half the cars start at 0 m/s; the default none."""
+    gen = torch.Generator().manual_seed(1)
+    task = _task(TaskConfig(start_from_rest=0.5), n=1000)
+    speed = task.reset(torch.ones(1000, dtype=torch.bool), gen).speed
+    assert 0.4 < float((speed == 0).float().mean()) < 0.6
+    assert float(speed.max()) > 1.0
+    plain = _task(TaskConfig(), n=1000).reset(torch.ones(1000, dtype=torch.bool), gen).speed
+    assert bool((plain > 0).all())
+    with pytest.raises(ConfigError, match="start_from_rest"):
+        TaskConfig(start_from_rest=1.5)
+
+
+def _distance_to_apex(putnam, bands, apexes) -> np.ndarray:
+    """Per band, the distance [m] from the band (as an interval along s) to the nearest apex."""
+    out = []
+    for b in bands:
+        lo, hi = b.s_start, b.s_start + b.length
+        shifted = np.concatenate([apexes - putnam.length, apexes, apexes + putnam.length])
+        out.append(min(max(lo - a, a - hi, 0.0) for a in shifted))
+    return np.array(out)
+
+
+def test_corner_placement_puts_ice_in_braking_zones_apexes_and_exits():
+    """Every ``corners`` patch lies within 20 m of a corner apex; uniform ones often do not."""
+    putnam = resolve_track("putnam")
+    apexes = corner_apexes(putnam)
+    assert len(apexes) == 11  # the 11 corners of the Putnam approximation
+    rng = np.random.default_rng(0)
+    corners = LayoutConfig(patches=PatchConfig(count=(6, 6), placement="corners"))
+    anywhere = LayoutConfig(patches=PatchConfig(count=(6, 6)))
+    near = np.concatenate([_distance_to_apex(putnam, sample_layout(putnam, corners, rng).bands,
+                                             apexes) for _ in range(10)])  # fmt: skip
+    far = np.concatenate([_distance_to_apex(putnam, sample_layout(putnam, anywhere, rng).bands,
+                                            apexes) for _ in range(10)])  # fmt: skip
+    assert near.max() <= 20.0 + 1e-6
+    assert (far > 40.0).mean() > 0.3
+    with pytest.raises(ConfigError, match="placement"):
+        PatchConfig(placement="apex")
+
+
+def test_layout_mix_draws_from_each_option_by_weight():
+    """A mixture draws every option (and nothing else); zero weight never."""
+    putnam = resolve_track("putnam")
+    mix = LayoutMix((LayoutConfig(base=("ice",)), LayoutConfig(base=("snow",)),
+                     LayoutConfig(base=("gravel",))), weights=(3.0, 1.0, 0.0))  # fmt: skip
+    rng = np.random.default_rng(0)
+    bases = [sample_layout(putnam, mix, rng).base for _ in range(200)]
+    assert set(bases) == {"ice", "snow"}
+    assert 0.65 < bases.count("ice") / 200 < 0.85
+    with pytest.raises(ConfigError, match="LayoutMix"):
+        LayoutMix(())
