@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from gym_s3.observations import EgoState
+
 __all__ = ["END_REASONS", "StartPose", "TaskStep", "TrackSample"]
 
 #: Why an episode ended, in the order of precedence when several hold at once; code ``i + 1`` in
@@ -43,6 +45,11 @@ class StartPose:
     z: Tensor
     yaw: Tensor
     speed: Tensor
+
+    def ego(self) -> EgoState:
+        """The cars standing at their poses, moving straight ahead at the start speed."""
+        zero = torch.zeros_like(self.x)
+        return EgoState(self.x, self.y, self.yaw, self.speed, zero, zero)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,6 @@ from gym_s3.envs.backends import resolve_backend
 from gym_s3.envs.config import DistilledConfig
 from gym_s3.envs.pools import scenario_source
 from gym_s3.errors import ConfigError
-from gym_s3.observations import EgoState
 from gym_s3.rows import ResetRows
 from gym_s3.sources import BackendCars
 from gym_s3.task import TrackingTask
@@ -186,9 +185,7 @@ class DistilledCore:
         start = self.task.begin(
             select, self.generator, None if scenario is None else select.pick(scenario)
         )
-        zero = torch.zeros_like(start.x)
-        ego = EgoState(start.x, start.y, start.yaw, start.speed, zero, zero)
-        mu = self.task.wheel_friction(ego, rows=select.rows)
+        mu = self.task.wheel_friction(start.ego(), rows=select.rows)
         placed = self.cars.place(select, start, mu)
         self.wheel_mu = select.put(self.wheel_mu, mu)
         self.episode_id = self.episode_id + mask.to(torch.int64)
