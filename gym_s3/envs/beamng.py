@@ -34,6 +34,7 @@ from gym_s3.sources import SimLinkCars
 from gym_s3.spec import CONTROL_DT_S, single_action_space, single_observation_space
 from gym_s3.task import TaskConfig, TrackingTask, lap_task
 from gym_s3.tracks.path import ReferencePath
+from gym_s3.tracks.registry import cached_track
 from gym_s3.tracks.surfaces import SurfaceLayout, get_surface, lap_layout
 
 __all__ = ["BeamNGConfig", "BeamNGEnvConfig", "S3BeamNGEnv"]
@@ -74,19 +75,6 @@ class BeamNGEnvConfig:
     scenarios: tuple[str, ...] | None = None
     scenario: int | None = None
     target_speed: tuple[float, ...] | None = None
-
-
-def resolve_track(name: str) -> ReferencePath:
-    """A built-in track by name (``putnam`` works without the track registry)."""
-    try:
-        from gym_s3.tracks.registry import get_track
-    except ImportError:  # pragma: no cover - registry not installed
-        if name != "putnam":
-            raise ConfigError(f"unknown track '{name}'") from None
-        from gym_s3.tracks.putnam import putnam_park
-
-        return putnam_park()
-    return get_track(name)
 
 
 class S3BeamNGEnv(gym.Env):
@@ -148,7 +136,7 @@ class S3BeamNGEnv(gym.Env):
             cfg, reference = self._pick_scenario(cfg)
         self.config = cfg
         self.render_mode = render_mode
-        self.reference = reference if reference is not None else resolve_track(cfg.track)
+        self.reference = reference if reference is not None else cached_track(cfg.track)
         self.layout = cfg.layout or self._make_layout()
         self.observation_space = single_observation_space(cfg.task.obs_mode)
         self.action_space = single_action_space()
