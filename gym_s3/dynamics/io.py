@@ -63,7 +63,7 @@ def save(
 
 
 def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
-    from gym_s3.dynamics import backend_names
+    from gym_s3.dynamics.registry import backend_names
 
     text = os.fspath(name_or_path)
     weights, sidecar = checkpoints.checkpoint_paths(text)
@@ -99,9 +99,9 @@ def load(
     Raises:
         CheckpointError: damaged, foreign, mismatched-spec or mismatched-model checkpoints.
     """
-    from gym_s3.dynamics import backend_names, make
     from gym_s3.dynamics.learned import LearnedBackend
     from gym_s3.dynamics.normalization import stats_from_meta
+    from gym_s3.dynamics.registry import backend_names, make
 
     path = _resolve(name_or_path)
     ckpt = checkpoints.load(path, kind=KIND)
