@@ -37,7 +37,7 @@ from gym_s3.data.recorder import episode_file_name
 from gym_s3.data.schema import COLUMNS, SCHEMA_VERSION, EpisodeMeta, layout_to_dict
 from gym_s3.drivers.expert import EVENTS, BatchedExpert
 from gym_s3.errors import ConfigError
-from gym_s3.observations import EgoState
+from gym_s3.loop import drive
 from gym_s3.rows import ResetRows
 from gym_s3.scenarios.pool import ScenarioPool
 from gym_s3.sources import VehicleModelCars
@@ -220,42 +220,23 @@ def run_wave(
     task = TrackingTask(pool, n, config.task(), params=SEDAN)
     start, s0 = _starts(task, variant, config, g)
     cars = VehicleModelCars(VehicleModel(SEDAN), n)
-    start_ego = EgoState(
-        start.x, start.y, start.yaw, start.speed, *(torch.zeros_like(start.x),) * 2
-    )
-    ego = cars.place(
-        ResetRows(torch.ones(n, dtype=torch.bool)), start, task.wheel_friction(start_ego)
-    )
-    sample = task.measure(ego)
+    every = ResetRows(torch.ones(n, dtype=torch.bool))
+    ego = cars.place(every, start, task.wheel_friction(start.ego()))
     expert = BatchedExpert(n, config.expert, seed=int(seed) * 7919 + wave)
     cols = _Columns(steps, n)
-    assert cars.state is not None
-    yaw = cars.state.yaw.double().clone()
-    alive = torch.ones(n, dtype=torch.bool)
-    ended = torch.zeros(n, dtype=torch.bool)  # the task ends episodes after a step, never at k = 0
-    end = torch.full((n,), steps, dtype=torch.int64)
-    reason = torch.zeros(n, dtype=torch.int64)
-    for k in range(steps):
-        action = expert.act(ego, sample, task)
-        _record(cols, k, cars.state, yaw, action, controls_from_action(action), sample)
-        stop = alive & ended
-        end = torch.where(stop, torch.full_like(end, k + 1), end)
-        alive &= ~stop
-        if not bool(alive.any()):
-            break
-        prev = cars.state.yaw
-        moved = cars.advance(action, task.surfaces, sample.mu)
-        out = task.step(moved.ego, action, fault=moved.fault)
-        code = out.end_reasons()
-        reason = torch.where(alive, code, reason)
-        ended = code > 0
-        ego = moved.ego
-        sample = task.measure(ego)
-        yaw = yaw + wrap_angle(cars.state.yaw - prev).double()
-        if progress is not None:
-            progress(k + 1, steps)
+    unwrapped = {"yaw": cars.state.yaw.double().clone(), "last": cars.state.yaw}
+
+    def record(k: int, action: Tensor, sample: TrackSample) -> None:
+        """Row ``k`` of every car, with the yaw unwrapped across +-pi."""
+        st = cars.state
+        if k > 0:
+            unwrapped["yaw"] = unwrapped["yaw"] + wrap_angle(st.yaw - unwrapped["last"]).double()
+            unwrapped["last"] = st.yaw
+        _record(cols, k, st, unwrapped["yaw"], action, controls_from_action(action), sample)
+
+    ends = drive(task, cars, expert.act, ego, steps, record=record, progress=progress)
     counts = {name: expert.event_count[:, i].numpy() for i, name in enumerate(EVENTS)}
-    return Wave(cols.data, end.numpy(), variant, s0, counts, reason.numpy())
+    return Wave(cols.data, ends.rows.numpy(), variant, s0, counts, ends.reason.numpy())
 
 
 def generate_dataset(
