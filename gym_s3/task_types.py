@@ -18,7 +18,7 @@ from torch import Tensor
 
 from gym_s3.observations import EgoState
 
-__all__ = ["END_REASONS", "StartPose", "TaskStep", "TrackSample"]
+__all__ = ["END_REASONS", "StartPose", "TaskStep", "TrackSample", "end_reason_codes"]
 
 #: Why an episode ended, in the order of precedence when several hold at once; code ``i + 1`` in
 #: :meth:`TaskStep.end_reasons` (``0``: still running). ``fault``: non-finite state or the
@@ -74,13 +74,21 @@ class TaskStep:
 
     def end_reasons(self) -> Tensor:
         """``(N,)`` int64: ``0`` for a running car, else ``1 +`` index into :data:`END_REASONS`."""
-        info = self.info
-        flags = (info["non_finite"], info["off_track"], info["spin_out"], info["completed"],
-                 self.truncated)  # fmt: skip
-        code = torch.zeros_like(self.truncated, dtype=torch.int64)
-        for i in range(len(flags) - 1, -1, -1):  # the first reason in END_REASONS wins
-            code = torch.where(flags[i], torch.full_like(code, i + 1), code)
-        return code
+        return end_reason_codes(self.info, self.truncated)
+
+
+def end_reason_codes(info: dict[str, Tensor], truncated: Tensor) -> Tensor:
+    """Why each episode ended, from a step's ``info`` flags and ``truncated`` (also env info).
+
+    Returns:
+        ``(N,)`` int64: ``0`` running, else ``1 +`` index into :data:`END_REASONS` (the first
+        reason that holds, in that order).
+    """
+    flags = (info["non_finite"], info["off_track"], info["spin_out"], info["completed"], truncated)
+    code = torch.zeros_like(truncated, dtype=torch.int64)
+    for i in range(len(flags) - 1, -1, -1):  # the first reason in END_REASONS wins
+        code = torch.where(flags[i], torch.full_like(code, i + 1), code)
+    return code
 
 
 @dataclass(frozen=True)
