@@ -3,6 +3,11 @@
 Each subcommand lives next to the code it drives and exposes ``register(subparsers)``; this
 module only lists them, so ``s3 --help`` stays fast (heavy imports happen inside each command's
 run function).
+
+The library never imports its applications: the subcommands of ``wheel_collector`` (``collect``)
+and ``policies`` (``train``, ``evaluate``, ``scorecard``, ``pipeline``, ...) are looked up by
+module name when the parser is built, and an application that is not installed is left out of
+``s3 --help`` with a note saying what to install.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from gym_s3.cli_parser import S3ArgumentParser
 from gym_s3.errors import S3Error
 from gym_s3.interrupts import interrupt_exit_code, stop_signals_interrupt
 
-#: subcommand modules, in the order they appear in ``s3 --help``
+#: subcommand modules, in the order they appear in ``s3 --help``; those outside ``gym_s3``
+#: belong to the applications and are optional (see :data:`APPLICATIONS`)
 COMMAND_MODULES: tuple[str, ...] = (
     "gym_s3.tracks.cli",
     "gym_s3.beamng.cli",
@@ -27,6 +33,21 @@ COMMAND_MODULES: tuple[str, ...] = (
     "policies.scorecard",
     "policies.pipeline.cli",
 )
+
+#: the application packages whose subcommands ``s3`` offers when they are importable
+APPLICATIONS: tuple[str, ...] = ("wheel_collector", "policies")
+
+
+def _command_module(name: str):
+    """Import a subcommand module; ``None`` when it belongs to an application that is absent."""
+    package = name.partition(".")[0]
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").partition(".")[0]
+        if package in APPLICATIONS and missing == package:
+            return None
+        raise
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,8 +63,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"sim2sim2sim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    absent: list[str] = []
     for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+        module = _command_module(name)
+        if module is None:
+            absent.append(name.partition(".")[0])
+        else:
+            module.register(sub)
+    if absent:
+        names = ", ".join(sorted(set(absent)))
+        parser.epilog = (
+            f"Not available here: the subcommands of {names} (application packages of "
+            "sim2sim2sim that this installation lacks; install the full sim2sim2sim package)."
+        )
     return parser
 
 

@@ -1,5 +1,8 @@
 """Which cars a partial reset writes, and how: one selector for the task, the state and the env.
 
+A *row* is one car's entry in the ``(N, ...)`` batch tensors (row ``i`` of every per-car tensor
+belongs to car ``i``).
+
 A reset of some cars among N computes their new values and writes them into the batch. Two ways
 give identical results:
 

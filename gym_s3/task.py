@@ -10,7 +10,6 @@ statistics — lives here, batched over N cars and free of host synchronisation.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -23,61 +22,20 @@ from gym_s3.rows import ResetRows
 from gym_s3.scenarios.pool import ScenarioPool
 from gym_s3.spec import CONTROL_DT_S, LOOKAHEAD_M
 from gym_s3.task_config import TaskConfig, lap_task
+from gym_s3.task_types import END_REASONS, StartPose, TaskStep, TrackSample
+from gym_s3.tracks.path import PathSample
 from gym_s3.tracks.surfaces import SurfaceBatch
+from gym_s3.vehicle.params import SEDAN, VehicleParams
 
-__all__ = ["SEDAN_WHEEL_OFFSETS", "StartPose", "TaskConfig", "TaskStep", "TrackingTask", "lap_task"]
-
-#: Body-frame wheel contact points (x forward, y left) [m] of the project's mid-size sedan,
-#: ordered FL, FR, RL, RR (l_f = 1.20 m, l_r = 1.60 m, track 1.58 m).
-SEDAN_WHEEL_OFFSETS: tuple[tuple[float, float], ...] = (
-    (1.20, 0.79),
-    (1.20, -0.79),
-    (-1.60, 0.79),
-    (-1.60, -0.79),
-)
-
-
-@dataclass(frozen=True)
-class StartPose:
-    """Where each car starts an episode; every field ``(N,)``.
-
-    Attributes:
-        x: world x [m].
-        y: world y [m].
-        z: elevation [m].
-        yaw: heading [rad].
-        speed: forward speed [m/s].
-    """
-
-    x: Tensor
-    y: Tensor
-    z: Tensor
-    yaw: Tensor
-    speed: Tensor
-
-
-@dataclass(frozen=True)
-class TaskStep:
-    """What one task step returns; tensors have leading dimension N.
-
-    Attributes:
-        obs: ``(N, F)`` float32 observation.
-        reward: ``(N,)`` float32 reward.
-        terminated: ``(N,)`` bool: off road, spin-out, non-finite state, stalled or route
-            completed.
-        truncated: ``(N,)`` bool: time limit reached (never together with ``terminated``); the
-            limit is per car (``TaskConfig.max_episode_steps`` or derived from the route's
-            reference time, ``TaskConfig.time_limit_factor``).
-        info: per-car diagnostics ``(N,)``: reward terms (``reward/<term>``), pose (``x``, ``y``,
-            ``yaw``), tracking errors, termination reasons and ``episode/<metric>`` summaries
-            (valid where done).
-    """
-
-    obs: Tensor
-    reward: Tensor
-    terminated: Tensor
-    truncated: Tensor
-    info: dict[str, Tensor]
+__all__ = [
+    "END_REASONS",
+    "StartPose",
+    "TaskConfig",
+    "TaskStep",
+    "TrackSample",
+    "TrackingTask",
+    "lap_task",
+]
 
 
 class TrackingTask:
@@ -87,7 +45,7 @@ class TrackingTask:
         pool: scenarios to draw from.
         num_envs: number of cars N.
         config: task settings.
-        wheel_offsets: ``(4, 2)`` body-frame wheel contact points [m] (FL, FR, RL, RR).
+        params: the vehicle, for its wheel contact points (friction under each wheel).
         device: device of every per-car tensor (the pool must be on it too).
     """
 
@@ -97,7 +55,7 @@ class TrackingTask:
         num_envs: int,
         config: TaskConfig | None = None,
         *,
-        wheel_offsets: tuple[tuple[float, float], ...] = SEDAN_WHEEL_OFFSETS,
+        params: VehicleParams = SEDAN,
         device: torch.device | str = "cpu",
     ) -> None:
         if num_envs < 1:
@@ -109,7 +67,7 @@ class TrackingTask:
         self.device = torch.device(device)
         dtype = pool.speed.dtype
         self.dtype = dtype
-        self.wheel_offsets = torch.tensor(wheel_offsets, dtype=dtype, device=self.device)
+        self.wheel_offsets = params.wheel_positions(self.device, dtype)
         z = torch.zeros(num_envs, dtype=dtype, device=self.device)
         zi = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         self.scenario = zi.clone()
@@ -143,6 +101,42 @@ class TrackingTask:
         if self.config.friction_noise == 0.0:
             return mu
         return mu * (self.mu_scale if rows is None else self.mu_scale[rows])[:, None]
+
+    def wheel_surfaces(self, ego: EgoState) -> tuple[Tensor, Tensor]:
+        """``(N, 4)`` peak friction [-] and ``(N, 4)`` int64 surface id under each wheel."""
+        return self.surfaces.lookup(self.wheel_points(ego).to(self.dtype))
+
+    def path_at(self, s: Tensor) -> PathSample:
+        """Each car's reference path at arc lengths ``(N,)`` or ``(N, J)`` [m]."""
+        return self.pool.bank.sample(self.pid, s.to(self.dtype))
+
+    def target_speed_at(self, s: Tensor) -> Tensor:
+        """Each car's target speed [m/s] at arc lengths ``(N,)`` or ``(N, J)`` [m]."""
+        return self.pool.target_speed(self.variant, s.to(self.dtype))
+
+    def measure(self, ego: EgoState) -> TrackSample:
+        """What a logger or a driver knows about the road under every car, without a task step.
+
+        Projects the cars onto their paths (updating the projection hints, as a step does) and
+        looks up the target speed and the friction and surface under each wheel. Recorders log
+        these columns and the scripted expert drives on them, so they mean the same in every
+        log, whichever source produced the cars.
+        """
+        ego = _sanitize(ego)
+        fr = self.pool.bank.project(self.pid, ego.xy, self.hint, window=self.config.window)
+        self.hint = fr.index
+        mu, surface = self.wheel_surfaces(ego)
+        return TrackSample(
+            s=fr.s,
+            d=fr.d,
+            heading=fr.heading,
+            curvature=fr.curvature,
+            width_left=fr.width_left,
+            width_right=fr.width_right,
+            target_speed=self.pool.target_speed(self.variant, fr.s),
+            mu=mu,
+            surface=surface,
+        )
 
     # ------------------------------------------------------------------ reset
     def reset(
@@ -182,9 +176,42 @@ class TrackingTask:
         if select.rows is None:
             new = torch.where(select.mask, new, self.scenario)
         pose, s0, start_idx, mu_scale = self._draw(new, generator, select.rows)
-        variant = self.pool.scenario_variant[new]
+        self._start(select, new, self.pool.scenario_variant[new], s0, start_idx, mu_scale)
+        return pose
+
+    def begin_at(self, select: ResetRows, variant: Tensor, s0: Tensor) -> None:
+        """Start new episodes for the selected cars on given variants at given arc lengths.
+
+        For callers that place the cars themselves (``s3 data generate`` draws its own starts
+        anywhere along a path); the cars' scenario id is ``-1`` (none of the pool's starts) and
+        they feel the surfaces' nominal friction (no friction noise).
+
+        Args:
+            select: the cars to reset.
+            variant: ``(R,)`` int64 pool variant of each selected car (``(N,)`` when masked).
+            s0: ``(R,)`` start arc length of each [m].
+        """
+        variant = variant.to(device=self.device, dtype=torch.int64)
+        if select.rows is None:
+            variant = torch.where(select.mask, variant, self.variant)
+        s0 = s0.to(device=self.device, dtype=self.dtype)
+        bank, pid = self.pool.bank, self.pool.variant_path[variant]
+        start_idx = torch.floor(bank.wrap_s(pid, s0) / bank.ds[pid]).to(torch.int64)
+        ones = torch.ones_like(s0)
+        self._start(select, torch.full_like(variant, -1), variant, s0, start_idx, ones)
+
+    def _start(
+        self,
+        select: ResetRows,
+        scenario: Tensor,
+        variant: Tensor,
+        s0: Tensor,
+        start_idx: Tensor,
+        mu_scale: Tensor,
+    ) -> None:
+        """Write the per-car bookkeeping of episodes that start (rows as ``select`` gives them)."""
         put = select.put
-        self.scenario = put(self.scenario, new)
+        self.scenario = put(self.scenario, scenario)
         self.variant = put(self.variant, variant)
         self.pid = put(self.pid, self.pool.variant_path[variant])
         self.surfaces = put(self.surfaces, self.pool.surfaces.index(variant))
@@ -194,9 +221,8 @@ class TrackingTask:
         self.standing = put(self.standing, torch.zeros_like(start_idx))
         self.limit = put(self.limit, self._step_limit(variant, s0))
         self.mu_scale = put(self.mu_scale, mu_scale)
-        self.prev_action = put(self.prev_action, self.prev_action.new_zeros(len(new), 2))
+        self.prev_action = put(self.prev_action, self.prev_action.new_zeros(len(scenario), 2))
         self.stats.reset(select.mask)
-        return pose
 
     def _step_limit(self, variant: Tensor, start: Tensor) -> Tensor:
         """``(R,)`` steps before truncation of episodes on ``variant`` starting at ``start`` [m]."""

@@ -42,3 +42,29 @@ def make_straight(length: float = 300.0, ds: float = 1.0, width: float = 8.0) ->
         ds=ds,
         closed=False,
     )
+
+
+def cars_on_road(pool, variant, s, speed: float = 10.0):
+    """A tracking task with cars on the centreline of pool variants, heading along the path.
+
+    Args:
+        pool: a :class:`~gym_s3.scenarios.pool.ScenarioPool`.
+        variant: ``(N,)`` int64 variant of each car.
+        s: ``(N,)`` arc length of each car [m].
+        speed: their forward speed [m/s].
+
+    Returns:
+        ``(task, ego)``: the task (its episodes begun at ``s``) and the cars' EgoState.
+    """
+    import torch
+
+    from gym_s3.observations import EgoState
+    from gym_s3.rows import ResetRows
+    from gym_s3.task import TrackingTask
+
+    n = int(variant.shape[0])
+    task = TrackingTask(pool, n)
+    task.begin_at(ResetRows(torch.ones(n, dtype=torch.bool)), variant, s)
+    path = task.path_at(s)
+    zero = torch.zeros_like(path.x)
+    return task, EgoState(path.x, path.y, path.heading, torch.full_like(path.x, speed), zero, zero)

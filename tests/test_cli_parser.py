@@ -61,7 +61,7 @@ def test_readme_states_the_quick_preset_time_as_the_help_does() -> None:
     """README and `s3 pipeline --help` give the quick preset the same duration."""
     from pathlib import Path
 
-    from policies.pipeline.run import QUICK_DURATION
+    from policies.pipeline.config import QUICK_DURATION
 
     readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
     assert QUICK_DURATION in readme

@@ -111,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--episode-length",
         type=float,
         default=120.0,
-        help="longest episode; a new file starts after it [s]",
+        help="longest episode (time limit); the next file and episode go on where the car is [s]",
     )
     rec.add_argument("--session-id", default=None, help="session id (default: time and device)")
     rec.add_argument(

@@ -1,48 +1,31 @@
-"""The scripted expert driver: pure pursuit + PI speed control with noise and perturbations.
+"""The scripted expert as an input device of the collection session (one car).
 
-One batched controller (:class:`BatchedExpert`) drives N cars at once; the collection session uses
-it through :class:`ExpertInput`, an :class:`~wheel_collector.commands.InputSource` with N = 1, and
-``s3 data generate`` drives thousands of cars with it directly. There is no second copy.
-
-* **Lateral:** pure pursuit on the reference path. The target point lies ``lookahead_s * v`` ahead
-  of the car's projection (clamped to ``[lookahead_min_m, lookahead_max_m]``); the road-wheel
-  angle is ``atan(wheelbase * 2 y / (x^2 + y^2))`` with the target at ``(x, y)`` in the car frame,
-  plus ``yaw_rate_gain * (v * kappa - yaw_rate)`` against under-rotation.
-* **Longitudinal:** PI control of ``v_long`` on the friction-aware target speed, previewed
-  ``preview_s`` ahead. The throttle is limited to the drive force the front tyres can take
-  (``throttle_grip_share`` of the friction left after cornering, against the drive force the
-  pedal gives at this speed), the brake to ``brake_mu_gain * mu``: gentle on ice, flat out on
-  dry asphalt at speed.
-* **Noise:** Ornstein-Uhlenbeck noise on both commands, and a per-episode speed scale.
-* **Perturbations** (Poisson events per car, rates per minute): late braking (the speed target is
-  read further back, so braking starts late and ends hard), steering pulses, throttle lifts,
-  over-speed into corners (target x factor), hard brake stabs and throttle bursts (wheel spin on
-  low friction). They push the data to the edges of the envelope, beyond the expert's own limits.
-
-Sign conventions: the output action is ``[steer, accel]`` with ``steer = +1`` full right and
-``accel < 0`` braking (:mod:`gym_s3.spec`); road-wheel angles are + left.
+The controller itself is library code: :class:`gym_s3.drivers.expert.BatchedExpert` (re-exported
+here with its settings). :class:`ExpertInput` wraps it as an
+:class:`~wheel_collector.commands.InputSource` with N = 1.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Protocol, runtime_checkable
 
-import torch
-from torch import Tensor
-
-from gym_s3.data.trackside import TrackSample, TrackSide
+from gym_s3.drivers.expert import (
+    EVENTS,
+    BatchedExpert,
+    EventConfig,
+    ExpertConfig,
+    PerturbationConfig,
+    Road,
+)
 from gym_s3.errors import ConfigError
 from gym_s3.observations import EgoState
-from gym_s3.spec import CONTROL_DT_S
-from gym_s3.vehicle.params import GRAVITY
+from gym_s3.task_types import TrackSample
 from wheel_collector.commands import (
     SAFE_COMMAND,
     DriverCommand,
     InputReading,
     InputStatus,
 )
-from wheel_collector.expert_config import EVENTS, EventConfig, ExpertConfig, PerturbationConfig
 
 __all__ = [
     "EVENTS",
@@ -55,161 +38,12 @@ __all__ = [
 ]
 
 
-class BatchedExpert:
-    """The expert controller of N cars (stateful: integrators, noise, active events).
-
-    Args:
-        n: number of cars N.
-        config: gains, noise, perturbations (the defaults when ``None``).
-        seed: seed of the noise and the events (one CPU generator, so runs repeat exactly).
-        dt: control period [s].
-    """
-
-    def __init__(
-        self, n: int, config: ExpertConfig | None = None, *, seed: int = 0,
-        dt: float = CONTROL_DT_S,
-    ) -> None:  # fmt: skip
-        if n < 1:
-            raise ConfigError(f"the expert needs n >= 1 cars, got {n}")
-        config = config or ExpertConfig()
-        self.n, self.config, self.dt = n, config, float(dt)
-        self.generator = torch.Generator().manual_seed(int(seed))
-        ev = config.perturbations.events()
-        self._rate = torch.tensor([1.0 - math.exp(-e.rate_per_min / 60.0 * dt) for e in ev])
-        self._dur = torch.tensor([e.duration_s for e in ev])  # (E, 2)
-        self._mag = torch.tensor([e.magnitude for e in ev])  # (E, 2)
-        e = len(EVENTS)
-        self.integral = torch.zeros(n)
-        self.noise = torch.zeros(n, 2)
-        self.event_left = torch.zeros(n, e)
-        self.event_mag = torch.zeros(n, e)
-        self.event_sign = torch.ones(n)
-        self.event_count = torch.zeros(n, e, dtype=torch.int64)
-        self.speed_scale = torch.ones(n)
-        self.reset()
-
-    def _uniform(self, shape: tuple[int, ...]) -> Tensor:
-        """``U(0, 1)`` draws of the expert's generator."""
-        return torch.rand(shape, generator=self.generator)
-
-    def reset(self, mask: Tensor | None = None) -> None:
-        """Start new episodes for the cars in ``mask`` (all by default): clear state, new scale."""
-        mask = torch.ones(self.n, dtype=torch.bool) if mask is None else mask.to(torch.bool)
-        lo, hi = self.config.speed_scale
-        scale = lo + (hi - lo) * self._uniform((self.n,))
-        self.speed_scale = torch.where(mask, scale, self.speed_scale)
-        self.integral = torch.where(mask, torch.zeros_like(self.integral), self.integral)
-        self.noise = torch.where(mask[:, None], torch.zeros_like(self.noise), self.noise)
-        self.event_left = torch.where(
-            mask[:, None], torch.zeros_like(self.event_left), self.event_left
-        )
-        self.event_count = torch.where(mask[:, None], torch.zeros_like(self.event_count),
-                                       self.event_count)  # fmt: skip
-
-    def _advance_events(self) -> Tensor:
-        """Start, age and end events; returns ``(N, E)`` bool of the active ones."""
-        shape = (self.n, len(EVENTS))
-        start_u, dur_u, mag_u = self._uniform(shape), self._uniform(shape), self._uniform(shape)
-        sign = torch.where(self._uniform((self.n,)) < 0.5, -1.0, 1.0)
-        idle = self.event_left <= 0
-        start = idle & (start_u < self._rate)
-        duration = self._dur[:, 0] + (self._dur[:, 1] - self._dur[:, 0]) * dur_u
-        magnitude = self._mag[:, 0] + (self._mag[:, 1] - self._mag[:, 0]) * mag_u
-        self.event_left = torch.where(start, duration, self.event_left - self.dt)
-        self.event_mag = torch.where(start, magnitude, self.event_mag)
-        pulse_start = start[:, EVENTS.index("steer_pulse")]
-        self.event_sign = torch.where(pulse_start, sign, self.event_sign)
-        self.event_count += start.to(torch.int64)
-        return self.event_left > 0
-
-    def _noise_step(self) -> Tensor:
-        """Advance the Ornstein-Uhlenbeck noises; returns ``(N, 2)`` [steer, accel]."""
-        cfg = self.config
-        a = math.exp(-self.dt / cfg.noise_tau_s)
-        sigma = torch.tensor([cfg.steer_noise, cfg.accel_noise])
-        self.noise = a * self.noise + sigma * math.sqrt(1 - a * a) * torch.randn(
-            self.n, 2, generator=self.generator
-        )
-        return self.noise
-
-    def act(self, ego: EgoState, sample: TrackSample, track: TrackSide) -> Tensor:
-        """Actions of the N cars.
-
-        Args:
-            ego: measured state of the cars.
-            sample: their track-side view (from ``track.measure`` at the same pose).
-            track: the track side (reference paths and speed profiles of the cars).
-
-        Returns:
-            ``(N, 2)`` float32 ``[steer, accel]`` in [-1, 1].
-        """
-        cfg = self.config
-        active = self._advance_events()
-        on = {name: active[:, i] for i, name in enumerate(EVENTS)}
-        size = {name: self.event_mag[:, i] for i, name in enumerate(EVENTS)}
-        noise = self._noise_step()
-        dtype = sample.s.dtype
-        x, y, yaw = (t.to(dtype) for t in (ego.x, ego.y, ego.yaw))
-        v = ego.v_long.to(dtype).clamp(min=0.0)
-        # lateral: pure pursuit + yaw-rate correction
-        look = (cfg.lookahead_s * v).clamp(cfg.lookahead_min_m, cfg.lookahead_max_m)
-        ahead = track.sample(sample.s + look)
-        dx, dy = ahead.x - x, ahead.y - y
-        c, s = torch.cos(yaw), torch.sin(yaw)
-        lx, ly = dx * c + dy * s, -dx * s + dy * c
-        kappa = 2.0 * ly / (lx.square() + ly.square()).clamp(min=1.0)
-        delta = torch.atan(cfg.wheelbase_m * kappa)
-        delta = delta + cfg.yaw_rate_gain * (v * kappa - ego.yaw_rate.to(dtype))
-        delta_path = torch.atan(cfg.wheelbase_m * track.sample(sample.s + 0.5 * look).curvature)
-        margin = cfg.steer_margin_rad
-        delta = torch.minimum(torch.maximum(delta, delta_path - margin), delta_path + margin)
-        steer = -delta / cfg.max_steer_rad
-        steer = (
-            steer
-            + noise[:, 0]
-            + torch.where(on["steer_pulse"], self.event_sign * size["steer_pulse"], 0.0)
-        )
-        # longitudinal: PI on the previewed, perturbed target speed
-        s_target = (
-            sample.s
-            + cfg.preview_s * v
-            - torch.where(on["late_braking"], size["late_braking"], 0.0)
-        )
-        v_ref = track.target_speed(s_target) * self.speed_scale
-        v_ref = v_ref * torch.where(on["overspeed"], size["overspeed"], 1.0)
-        err = v_ref - v
-        if cfg.ki_speed > 0:
-            limit = cfg.integral_limit / cfg.ki_speed
-            self.integral = (self.integral + err.float() * self.dt).clamp(-limit, limit)
-        accel = cfg.kp_speed * err + cfg.ki_speed * self.integral + noise[:, 1]
-        mu = sample.mu.mean(-1)
-        demand = torch.maximum(
-            (v * ego.yaw_rate.to(dtype)).abs(), v.square() * sample.curvature.abs()
-        )
-        lateral = demand / (GRAVITY * mu.clamp(min=0.05))
-        room = (1.0 - lateral.clamp(max=1.0).square()).sqrt()
-        grip = cfg.throttle_grip_share * mu * cfg.front_load_n * room
-        full = torch.minimum(torch.full_like(v, cfg.max_drive_force_n),
-                             cfg.max_power_w / v.clamp(min=1.0))  # fmt: skip
-        throttle_max = (grip / full).clamp(cfg.throttle_floor, 1.0)
-        brake_max = (cfg.brake_mu_gain * mu).clamp(cfg.brake_floor, 1.0)
-        accel = torch.maximum(torch.minimum(accel, throttle_max), -brake_max)
-        accel = torch.where(
-            on["throttle_lift"], torch.minimum(accel, -size["throttle_lift"]), accel
-        )
-        accel = torch.where(
-            on["throttle_burst"], torch.maximum(accel, size["throttle_burst"]), accel
-        )
-        accel = torch.where(on["hard_brake"], -size["hard_brake"], accel)
-        return torch.stack([steer, accel], dim=-1).clamp(-1.0, 1.0).float()
-
-
 @runtime_checkable
 class StateObserver(Protocol):
     """An input source that needs the car's state before each poll (the scripted expert)."""
 
-    def observe(self, ego: EgoState, sample: TrackSample, track: TrackSide) -> None:
-        """Give the source its car's measured state, track-side view and track side."""
+    def observe(self, ego: EgoState, sample: TrackSample, road: Road) -> None:
+        """Give the source its car's measured state, the road under it and its reference."""
         ...
 
     def reset(self) -> None:
@@ -233,18 +67,18 @@ class ExpertInput:
 
     def __init__(self, config: ExpertConfig | None = None, *, seed: int = 0) -> None:
         self.expert = BatchedExpert(1, config or ExpertConfig(), seed=seed)
-        self._observed: tuple[EgoState, TrackSample, TrackSide] | None = None
+        self._observed: tuple[EgoState, TrackSample, Road] | None = None
         self._closed = False
 
-    def observe(self, ego: EgoState, sample: TrackSample, track: TrackSide) -> None:
+    def observe(self, ego: EgoState, sample: TrackSample, road: Road) -> None:
         """Store the state the next :meth:`poll` acts on.
 
         Raises:
-            ConfigError: ``track`` follows more than one car.
+            ConfigError: ``sample`` describes more than one car.
         """
-        if track.n != 1:
-            raise ConfigError(f"ExpertInput drives one car; the track side has {track.n}")
-        self._observed = (ego, sample, track)
+        if sample.s.shape[0] != 1:
+            raise ConfigError(f"ExpertInput drives one car; the sample has {sample.s.shape[0]}")
+        self._observed = (ego, sample, road)
 
     def reset(self) -> None:
         """New episode: clear integrators, noise and events."""
@@ -254,8 +88,8 @@ class ExpertInput:
         """The expert's command for the last observed state (never blocks)."""
         if self._closed or self._observed is None:
             return InputReading(SAFE_COMMAND, InputStatus.NO_DEVICE, self.device_name)
-        ego, sample, track = self._observed
-        steer, accel = (float(v) for v in self.expert.act(ego, sample, track)[0])
+        ego, sample, road = self._observed
+        steer, accel = (float(v) for v in self.expert.act(ego, sample, road)[0])
         command = DriverCommand.clamped(steer, max(accel, 0.0), max(-accel, 0.0), source="expert")
         return InputReading(command, InputStatus.CONNECTED, self.device_name)
 

@@ -1,11 +1,19 @@
 """A driving-data collection session: input device -> simulator at 20 Hz -> crash-safe logs.
 
-Every control step: the input source is polled (the scripted expert first sees the measured
-state), the command is sent, the simulator is stepped in deterministic mode and polled, and, while
-the device is live, one row is recorded (the state measured at ``t_k`` with the action applied
-from ``t_k`` to ``t_{k+1}``, :mod:`gym_s3.data.schema`). Frenet coordinates, target speed and the
-friction and surface under each wheel are computed here from the known layout
-(:class:`~gym_s3.data.trackside.TrackSide`), the same way for BeamNG.tech and the stand-in.
+The session is the episode loop of every source of cars with one car: the tracking task
+(:class:`~gym_s3.task.TrackingTask`, N = 1) + the simulator link
+(:class:`~gym_s3.sources.SimLinkCars`, BeamNG.tech or the stand-in) + the input device as driver
++ the crash-safe recorder. Every control step: the input source is polled (the scripted expert
+first sees the measured state), the command is sent, the simulator is stepped in deterministic
+mode and polled, and, while the device is live, one row is recorded (the state measured at
+``t_k`` with the action applied from ``t_k`` to ``t_{k+1}``, :mod:`gym_s3.data.schema`). Frenet
+coordinates, target speed and the friction and surface under each wheel come from the task
+(:meth:`~gym_s3.task.TrackingTask.measure`), the same way for every source.
+
+Episodes end where the task ends them (:data:`~gym_s3.task.END_REASONS`, with
+:meth:`SessionConfig.task`'s margins): a fault, leaving the road, a spin-out or the end of a route
+put the car back to the start, standing; the time limit ends the file and a new episode starts
+where the car is (the drive goes on).
 
 Hot-plug: when the wheel is unplugged the very next step sends :data:`SAFE_COMMAND` (no
 throttle, half brake), the running episode is finished (nothing recorded is lost) and recording
@@ -30,10 +38,12 @@ import torch
 from gym_s3.beamng.link import BeamNGConfig, Measurement, SimLink
 from gym_s3.data.recorder import EpisodeRecorder
 from gym_s3.data.schema import EpisodeMeta, layout_to_dict
-from gym_s3.data.trackside import TrackSample, TrackSide
 from gym_s3.errors import ConfigError
-from gym_s3.scenarios.pool import PoolConfig
+from gym_s3.rows import ResetRows
+from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
+from gym_s3.sources import SimLinkCars
 from gym_s3.spec import CONTROL_DT_S, WHEELS
+from gym_s3.task import END_REASONS, TaskConfig, TaskStep, TrackingTask, TrackSample
 from gym_s3.tracks.path import ReferencePath
 from gym_s3.tracks.registry import get_track
 from gym_s3.tracks.surfaces import (
@@ -65,8 +75,10 @@ class SessionConfig:
         layout_seed: seed of the patch placement.
         start_s: start position along the track [m].
         duration_s: simulated time of the whole session [s] (``0``: until ``quit``).
-        episode_s: longest episode; a new file starts after it [s].
-        off_track_m: beyond this distance past a road edge the car is put back [m].
+        episode_s: longest episode (the task's time limit); a new file and episode start after
+            it where the car is [s].
+        off_track_m: beyond this distance past a road edge the episode ends and the car is put
+            back (the task's ``off_track_margin_m``) [m].
         realtime: pace the loop at 20 Hz wall time (human drivers); else as fast as possible.
         session_id: id of the session (default: time stamp, device, random suffix).
         sim: how to reach the simulator.
@@ -100,6 +112,17 @@ class SessionConfig:
                 f"duration_s {self.duration_s}, episode_s {self.episode_s}, off_track_m "
                 f"{self.off_track_m}"
             )
+
+    def task(self) -> TaskConfig:
+        """The episode rules of the session: the env's rules with the session's margins.
+
+        Episodes start standing on the reference line at ``start_s``; they end off the road by
+        more than ``off_track_m``, at a spin-out, a fault, the end of a route, or after
+        ``episode_s`` (truncation).
+        """
+        return TaskConfig(max_episode_steps=max(1, round(self.episode_s / CONTROL_DT_S)),
+                          off_track_margin_m=self.off_track_m, start_lateral_m=0.0,
+                          start_heading_rad=0.0, start_speed_fraction=(0.0, 0.0))  # fmt: skip
 
 
 def make_layout(path: ReferencePath, surface: str, ice_patches: int, seed: int) -> SurfaceLayout:
@@ -159,13 +182,18 @@ class CollectionSession:
         self.seed = seed
         self.path = get_track(config.track)
         self.layout = make_layout(self.path, config.surface, config.ice_patches, config.layout_seed)
-        self.track = TrackSide.single(self.path, self.layout, pool_config=pool_config)
+        pool = ScenarioPool.build([self.path], [[self.layout]], pool_config or PoolConfig(),
+                                  starts=[[config.start_s]])  # fmt: skip
+        self.task = TrackingTask(pool, 1, config.task())
+        self._generator = torch.Generator().manual_seed(0)  # the start has no noise to draw
         self._device = device
         stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
         tag = _device_label(source, "").split(":")[0]
         self.session_id = config.session_id or f"{stamp}-{tag}-{secrets.token_hex(2)}"
-        x, y, _, yaw = (float(v[0]) for v in self.track.start_pose(torch.tensor([config.start_s])))
-        self.link = SimLink(config.sim, self.layout, (x, y, yaw))
+        start = self.path.sample(torch.tensor([config.start_s], dtype=torch.float64))
+        pose = (float(start.x[0]), float(start.y[0]), float(start.heading[0]))
+        self.link = SimLink(config.sim, self.layout, pose)
+        self.cars = SimLinkCars(self.link)
         self.stats = SessionStats()
         self.out_dir = Path(config.out_dir)
         self._recorder: EpisodeRecorder | None = None
@@ -186,8 +214,10 @@ class CollectionSession:
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
-        """Connect to the simulator and place the car at the start."""
-        self._observe(self.link.open(), reset=True)
+        """Connect to the simulator (the car waits at the start) and begin the first episode."""
+        m = self.link.open()
+        self.task.reset(torch.ones(1, dtype=torch.bool), self._generator)
+        self._observe(m, reset=True)
 
     def close(self) -> None:
         """Finish the running episode, close the source and disconnect."""
@@ -233,7 +263,7 @@ class CollectionSession:
         if self._m is None or self._sample is None:
             raise ConfigError("the session is not open; call open() first")
         if isinstance(self.source, StateObserver):
-            self.source.observe(self._m.ego(), self._sample, self.track)
+            self.source.observe(self._m.ego(), self._sample, self.task)
         reading = self.source.poll()
         self._device_name = reading.device_name or self._device_name
         self._handle_actions(reading)
@@ -242,18 +272,21 @@ class CollectionSession:
             self._finish("device_removed")  # the rows before the gap are saved as they are
         live = reading.live and not self._user_paused and not self._quit
         command = reading.command if live else SAFE_COMMAND
-        steer, accel = (float(v) for v in command.to_action())
+        action = torch.as_tensor(command.to_action(), dtype=torch.float32).reshape(1, 2)
+        steer, accel = (float(v) for v in action[0])
         throttle, brake = max(accel, 0.0), max(-accel, 0.0)
         if live:
             self._record(steer, accel, throttle, brake)
         else:
             self.stats.safe_steps += 1
             self._finish("device_missing" if not reading.live else "paused")
-        self.link.control(steer, throttle, brake)
-        self._observe(self.link.step())
+        moved = self.cars.advance(action, self.task.surfaces, self._sample.mu)
+        out = self.task.step(moved.ego, action, fault=moved.fault)
+        assert self.cars.measurement is not None
+        self._observe(self.cars.measurement)
         self.stats.steps += 1
         self.last_command = command
-        self._check_episode_end()
+        self._end_episode(out)
         self._draw_hud(reading, command)
         return reading
 
@@ -271,37 +304,40 @@ class CollectionSession:
         """Finish the episode (``end_reason=reason``); put the car back at the start, standing."""
         self._finish(reason)
         self.stats.resets += 1
-        self._observe(self.link.teleport(*self.link.start), reset=True)
+        every = ResetRows(torch.ones(1, dtype=torch.bool))
+        start = self.task.begin(every, self._generator)
+        self.cars.place(every, start, self.task.wheel_friction(start.ego()))
+        assert self.cars.measurement is not None
+        self._observe(self.cars.measurement, reset=True)
         if isinstance(self.source, StateObserver):
             self.source.reset()
 
     def _observe(self, m: Measurement, *, reset: bool = False) -> None:
-        """Take a new measurement: unwrap the yaw and compute the track-side view."""
+        """Take a new measurement: unwrap the yaw and measure the road under the car."""
         if reset:
-            self.track.forget()
             self._yaw = m.yaw
         else:
             prev = self._m.yaw if self._m is not None else m.yaw
             self._yaw += (m.yaw - prev + math.pi) % (2 * math.pi) - math.pi
         self._m = m
-        self._sample = self.track.measure(*(torch.tensor([v], dtype=torch.float64)
-                                            for v in (m.x, m.y, m.yaw)))  # fmt: skip
+        self._sample = self.task.measure(m.ego())
 
-    def _check_episode_end(self) -> None:
-        """Reset the car when it left the road, finished a route or faulted; cut long episodes."""
-        smp = self._sample
-        assert smp is not None
-        beyond = max(float(smp.d[0] - smp.width_left[0]), float(-smp.d[0] - smp.width_right[0]))
-        done = not bool(self.track.closed[0]) and float(smp.s[0]) >= float(self.track.length[0]) - 2
-        fault = self._m is not None and self._m.fault
-        if beyond > self.config.off_track_m or done or fault:
-            self.reset_car("off_track" if beyond > self.config.off_track_m else
-                           "route_end" if done else "fault")  # fmt: skip
-        elif (
-            self._recorder is not None
-            and self._recorder.rows * CONTROL_DT_S >= self.config.episode_s
-        ):
-            self._finish("episode_length")
+    def _end_episode(self, out: TaskStep) -> None:
+        """Act on the task's verdict about the step that just ended.
+
+        A terminated episode puts the car back to the start; at the time limit the file ends and
+        the next episode starts where the car is.
+        """
+        code = int(out.end_reasons()[0])
+        if code == 0:
+            return
+        reason = END_REASONS[code - 1]
+        if bool(out.truncated[0]):
+            self._finish(reason)
+            every = ResetRows(torch.ones(1, dtype=torch.bool))
+            self.task.begin_at(every, self.task.variant, self.task.s)
+        else:
+            self.reset_car(reason)
 
     # ------------------------------------------------------------------ recording
     def _record(self, steer: float, accel: float, throttle: float, brake: float) -> None:

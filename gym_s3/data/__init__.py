@@ -7,9 +7,11 @@
 * :mod:`gym_s3.data.dataset`: ``DrivingDataset`` (validation on load, split by session, windows,
   normalisation statistics, content hash); :mod:`gym_s3.data.windows`: the window layout and
   ``NormStats``; :mod:`gym_s3.data.labelling`: scenario labels of recorded driving;
-* :mod:`gym_s3.data.trackside`: Frenet coordinates, target speed and wheel friction computed from
-  the known path and layout (the same for every simulator);
-* :mod:`gym_s3.data.generate`: ``s3 data generate`` (scripted expert x batched simulator);
+* the track-side columns (Frenet coordinates, target speed, friction and surface under each wheel)
+  come from the tracking task (:meth:`gym_s3.task.TrackingTask.measure`), the same for every
+  source of cars;
+* :mod:`gym_s3.data.generate`: ``s3 data generate`` (the episode loop :mod:`gym_s3.loop` with the
+  scripted expert and the batched simulator);
   :mod:`gym_s3.data.summary` and :mod:`gym_s3.data.cli`: ``s3 data summary|validate|recover``.
 
 Importing this package is cheap; the submodules load pyarrow and torch when imported.

@@ -1,11 +1,13 @@
 """``s3 data generate``: the default dataset, made deterministically from a seed.
 
-The scripted expert (:class:`wheel_collector.expert.BatchedExpert`) drives many cars at once with
-the batched reference simulator (:class:`gym_s3.vehicle.VehicleModel`, the physics of the open
-stand-in server) over Putnam Park, procedural circuits and town routes, on every surface, with ice
-patches and perturbation events. Every car of a *wave* starts on its own variant (track x surface
-layout) at a random position and drives until the episode length, leaving the road, spinning,
-completing a route or a simulator fault. Each drive is one episode file (source
+The episode loop of every source of cars: the tracking task (:class:`gym_s3.task.TrackingTask`)
+with cars of the batched reference simulator (:class:`gym_s3.sources.VehicleModelCars`, the
+physics of the open stand-in server) driven by the scripted expert
+(:class:`gym_s3.drivers.expert.BatchedExpert`) over Putnam Park, procedural circuits and town
+routes, on every surface, with ice patches and perturbation events. Every car of a *wave* starts
+on its own variant (track x surface layout) at a random position and drives until the task ends
+its episode (:meth:`GenerateConfig.task`: the time limit, leaving the road, spinning, completing a
+route or a simulator fault). Each drive is one episode file (source
 ``"standin-batched"``, its own session); a ``manifest.json`` lists the files with their content
 digests and the dataset's content hash.
 
@@ -19,9 +21,9 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -39,12 +41,16 @@ from gym_s3.data.generate_config import PRESETS, GenerateConfig, preset
 from gym_s3.data.labelling import episode_labels
 from gym_s3.data.recorder import episode_file_name
 from gym_s3.data.schema import COLUMNS, SCHEMA_VERSION, EpisodeMeta, layout_to_dict
-from gym_s3.data.trackside import TrackSide
+from gym_s3.drivers.expert import EVENTS, BatchedExpert
 from gym_s3.errors import ConfigError
-from gym_s3.observations import EgoState
+from gym_s3.loop import drive
+from gym_s3.rows import ResetRows
 from gym_s3.safe_io import write_text_atomic
 from gym_s3.scenarios.pool import ScenarioPool
+from gym_s3.sources import VehicleModelCars
 from gym_s3.spec import CONTROL_DT_S
+from gym_s3.task import StartPose, TrackingTask
+from gym_s3.task_types import TrackSample
 from gym_s3.tracks.path import ReferencePath, wrap_angle
 from gym_s3.tracks.registry import get_track
 from gym_s3.tracks.surfaces import (
@@ -53,11 +59,6 @@ from gym_s3.tracks.surfaces import (
     sample_layout,
 )
 from gym_s3.vehicle import SEDAN, VehicleModel, VehicleState, controls_from_action
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
-
-__all__ = ["PRESETS", "GenerateConfig", "generate_dataset", "preset", "run_wave", "summary_line"]
 
 #: Progress callback: ``(steps done, steps total)``.
 Progress = Callable[[int, int], None]
@@ -143,7 +144,7 @@ class _Columns:
 
 
 def _record(cols: _Columns, k: int, st: VehicleState, yaw: Tensor, action: Tensor,
-            controls: Tensor, smp: Any) -> None:  # fmt: skip
+            controls: Tensor, smp: TrackSample) -> None:  # fmt: skip
     """Write row ``k`` of every car."""
     wheels = ("fl", "fr", "rl", "rr")
     cols.put(
@@ -159,6 +160,52 @@ def _record(cols: _Columns, k: int, st: VehicleState, yaw: Tensor, action: Tenso
     cols.data["t"][k] = k * CONTROL_DT_S
 
 
+@dataclass(frozen=True)
+class Wave:
+    """What one wave of cars drove.
+
+    Attributes:
+        columns: per column name, ``(T, N)`` values of every car (rows past a car's end unused).
+        rows: ``(N,)`` rows kept per car (its episode's states ``0 .. rows - 1``).
+        variant: ``(N,)`` int64 pool variant of each car.
+        start_s: ``(N,)`` start arc length of each car [m].
+        events: per perturbation event name, ``(N,)`` counts.
+        end_reason: ``(N,)`` int64 why each episode ended (:meth:`TaskStep.end_reasons` codes:
+            ``1 +`` index into :data:`~gym_s3.task.END_REASONS`).
+    """
+
+    columns: dict[str, np.ndarray]
+    rows: np.ndarray
+    variant: Tensor
+    start_s: Tensor
+    events: dict[str, np.ndarray]
+    end_reason: np.ndarray
+
+
+def _starts(task: TrackingTask, variant: Tensor, config: GenerateConfig, g: torch.Generator
+            ) -> tuple[StartPose, Tensor]:  # fmt: skip
+    """Begin every car's episode anywhere along its path; returns the poses and start s ``(N,)``.
+
+    Closed paths start anywhere, open ones at least 150 m before the end; the start lies
+    ``U(-start_lateral_m, start_lateral_m)`` left of the path, aligned with it, at a share
+    ``U(start_speed_fraction)`` of the target speed, on flat ground (``z = 0``).
+    """
+    n = variant.shape[0]
+    pid = task.pool.variant_path[variant]
+    closed, length = task.pool.bank.closed[pid], task.pool.bank.length[pid].double()
+    u = torch.rand(n, 3, generator=g, dtype=torch.float64)
+    s0 = torch.where(closed, u[:, 0] * length, u[:, 0] * (length - 150.0).clamp(min=0.0))
+    task.begin_at(ResetRows(torch.ones(n, dtype=torch.bool)), variant, s0)  # every car
+    lateral = ((2 * u[:, 1] - 1) * config.start_lateral_m).to(task.dtype)
+    path = task.path_at(s0)
+    lo, hi = config.start_speed_fraction
+    speed = task.target_speed_at(s0) * (lo + (hi - lo) * u[:, 2]).to(task.dtype)
+    pose = StartPose(x=path.x - lateral * torch.sin(path.heading),
+                     y=path.y + lateral * torch.cos(path.heading), z=torch.zeros_like(path.x),
+                     yaw=path.heading, speed=speed)  # fmt: skip
+    return pose, s0
+
+
 def run_wave(
     pool: ScenarioPool,
     groups: list[int],
@@ -166,57 +213,37 @@ def run_wave(
     seed: int,
     wave: int,
     progress: Progress | None = None,
-) -> tuple[dict[str, np.ndarray], np.ndarray, Tensor, Tensor, dict[str, np.ndarray]]:
-    """Drive one wave of ``config.cars`` cars.
+) -> Wave:
+    """Drive one wave of ``config.cars`` cars: task + vehicle-model cars + scripted expert.
 
-    Returns:
-        ``(columns (T, N) per name, end (N,) rows kept per car, variant (N,), start s (N,),
-        event counts per event name (N,))``.
+    Every car drives one episode; :class:`~gym_s3.task.TrackingTask` (with
+    :meth:`GenerateConfig.task`'s margins) decides where it ends, exactly as in the envs. Row
+    ``k`` is the state after ``k`` control steps with the action the expert chose there; the
+    state in which an episode ended is its last row.
     """
-    from wheel_collector.expert import EVENTS, BatchedExpert
-
     n, steps = config.cars, config.steps
     g = torch.Generator().manual_seed(int(seed) * 1_000_003 + wave)
     variant = _draw_variants(pool, groups, config, n, g, wave)
-    track = TrackSide(pool, variant, params=SEDAN)
-    closed, length = track.closed, track.length.double()
-    u = torch.rand(n, 3, generator=g, dtype=torch.float64)
-    s0 = torch.where(closed, u[:, 0] * length, u[:, 0] * (length - 150.0).clamp(min=0.0))
-    lateral = (2 * u[:, 1] - 1) * config.start_lateral_m
-    x, y, z, heading = track.start_pose(s0, lateral)
-    lo, hi = config.start_speed_fraction
-    speed = track.target_speed(s0) * (lo + (hi - lo) * u[:, 2]).to(track.dtype)
-    model = VehicleModel(SEDAN)
-    st = model.initial_state(x, y, heading, speed, torch.zeros_like(x))
+    task = TrackingTask(pool, n, config.task(), params=SEDAN)
+    start, s0 = _starts(task, variant, config, g)
+    cars = VehicleModelCars(VehicleModel(SEDAN), n)
+    every = ResetRows(torch.ones(n, dtype=torch.bool))
+    ego = cars.place(every, start, task.wheel_friction(start.ego()))
     expert = BatchedExpert(n, config.expert, seed=int(seed) * 7919 + wave)
-    friction = track.surfaces
     cols = _Columns(steps, n)
-    yaw = st.yaw.double().clone()
-    alive = torch.ones(n, dtype=torch.bool)
-    end = torch.full((n,), steps, dtype=torch.int64)
-    for k in range(steps):
-        smp = track.measure(st.x, st.y, st.yaw)
-        ego = EgoState(st.x, st.y, st.yaw, st.vx, st.vy, st.yaw_rate)
-        action = expert.act(ego, smp, track)
-        controls = controls_from_action(action)
-        _record(cols, k, st, yaw, action, controls, smp)
-        off = (smp.d > smp.width_left + config.off_track_margin_m) | (
-            -smp.d > smp.width_right + config.off_track_margin_m
-        )
-        spin = wrap_angle(st.yaw.double() - smp.heading.double()).abs() > config.spin_heading_rad
-        done = ~closed & (smp.s >= length.to(smp.s.dtype) - 2.0)
-        stop = alive & (off | spin | st.fault | done)
-        end = torch.where(stop, torch.full_like(end, k + 1), end)
-        alive &= ~stop
-        if not bool(alive.any()):
-            break
-        prev = st.yaw
-        st = model.step(st, controls, friction)
-        yaw = yaw + wrap_angle(st.yaw - prev).double()
-        if progress is not None:
-            progress(k + 1, steps)
+    unwrapped = {"yaw": cars.state.yaw.double().clone(), "last": cars.state.yaw}
+
+    def record(k: int, action: Tensor, sample: TrackSample) -> None:
+        """Row ``k`` of every car, with the yaw unwrapped across +-pi."""
+        st = cars.state
+        if k > 0:
+            unwrapped["yaw"] = unwrapped["yaw"] + wrap_angle(st.yaw - unwrapped["last"]).double()
+            unwrapped["last"] = st.yaw
+        _record(cols, k, st, unwrapped["yaw"], action, controls_from_action(action), sample)
+
+    ends = drive(task, cars, expert.act, ego, steps, record=record, progress=progress)
     counts = {name: expert.event_count[:, i].numpy() for i, name in enumerate(EVENTS)}
-    return cols.data, end.numpy(), variant, s0, counts
+    return Wave(cols.data, ends.rows.numpy(), variant, s0, counts, ends.reason.numpy())
 
 
 def generate_dataset(
@@ -262,9 +289,8 @@ def generate_dataset(
                 if progress is not None:
                     progress(base + k, total)
 
-            data, end, variant, s0, counts = run_wave(pool, groups, config, seed, wave, tick)
-            entries += _write_wave(out, pool, paths, config, seed, wave, data, end, variant, s0,
-                                   counts)  # fmt: skip
+            driven = run_wave(pool, groups, config, seed, wave, tick)
+            entries += _write_wave(out, pool, paths, config, seed, wave, driven)
     if progress is not None:
         progress(config.steps * config.waves, config.steps * config.waves)
     rows = sum(e["rows"] for e in entries)
@@ -304,11 +330,12 @@ def _check_writable(out: Path) -> None:
 
 def _write_wave(
     out: Path, pool: ScenarioPool, paths: list[ReferencePath], config: GenerateConfig, seed: int,
-    wave: int, data: dict[str, np.ndarray], end: np.ndarray, variant: Tensor, s0: Tensor,
-    counts: dict[str, np.ndarray],
+    wave: int, driven: Wave,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Write one episode file per car of a wave; returns the manifest entries."""
     entries = []
+    data, end, variant, s0, counts = (driven.columns, driven.rows, driven.variant,
+                                      driven.start_s, driven.events)  # fmt: skip
     vehicle = SEDAN.to_dict()
     expert_json = json.loads(json.dumps(asdict(config.expert), default=str))
     for car in range(config.cars):
@@ -356,6 +383,7 @@ def summary_line(manifest: dict[str, Any]) -> str:
 __all__ = [
     "PRESETS",
     "GenerateConfig",
+    "Wave",
     "build_pool",
     "build_tracks",
     "generate_dataset",

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from gym_s3.drivers.expert_config import ExpertConfig
 from gym_s3.errors import ConfigError
 from gym_s3.scenarios.pool import PoolConfig
 from gym_s3.spec import CONTROL_DT_S
+from gym_s3.task_config import TaskConfig
 from gym_s3.tracks.surfaces import SURFACE_NAMES, PatchConfig, get_surface
-
-if TYPE_CHECKING:  # pragma: no cover
-    from wheel_collector.expert_config import ExpertConfig
 
 
 @dataclass(frozen=True)
@@ -76,14 +75,25 @@ class GenerateConfig:
                 f"episode_s must be at least {2 * CONTROL_DT_S} s, got {self.episode_s}"
             )
         if self.expert is None:
-            from wheel_collector.expert_config import ExpertConfig
-
             object.__setattr__(self, "expert", ExpertConfig())
 
     @property
     def steps(self) -> int:
-        """Control steps per episode."""
+        """Rows of an episode that reaches the time limit (states ``0 .. steps - 1``)."""
         return int(round(self.episode_s / CONTROL_DT_S))
+
+    def task(self) -> TaskConfig:
+        """The episode rules of generated driving: the env's rules with this dataset's margins.
+
+        An episode ends where :class:`~gym_s3.task.TrackingTask` ends it: off the road by more
+        than ``off_track_margin_m``, spun out beyond ``spin_heading_rad``, a simulator fault,
+        the end of an open route, or the time limit after ``steps - 1`` control steps (so a
+        full episode logs ``steps`` rows). The wider default road margin than the env's keeps
+        recoveries from beyond the road edge in the data.
+        """
+        return TaskConfig(max_episode_steps=self.steps - 1,
+                          off_track_margin_m=self.off_track_margin_m,
+                          spin_heading_rad=self.spin_heading_rad)  # fmt: skip
 
 
 #: Named sizes: ``default`` (the dataset distillation is trained on) and ``tiny`` (tests).

@@ -70,7 +70,7 @@ def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
     A backend name means its shipped checkpoint, never a file of that name in the working folder
     (write ``./ddm`` for that); anything else is a checkpoint path.
     """
-    from gym_s3.dynamics import backend_names
+    from gym_s3.dynamics.registry import backend_names
 
     text = os.fspath(name_or_path)
     if text in backend_names():
@@ -105,9 +105,9 @@ def load(
     Raises:
         CheckpointError: damaged, foreign, mismatched-spec or mismatched-model checkpoints.
     """
-    from gym_s3.dynamics import backend_names, make
     from gym_s3.dynamics.learned import LearnedBackend
     from gym_s3.dynamics.normalization import stats_from_meta
+    from gym_s3.dynamics.registry import backend_names, make
 
     path = _resolve(name_or_path)
     ckpt = checkpoints.load(path, kind=KIND)

@@ -2,8 +2,8 @@
 
 The environment shares everything but the source of the car state with ``S3Distilled-v0``: the
 spaces come from :mod:`gym_s3.spec`, the scenario, observation, reward terms and termination from
-:class:`gym_s3.task.TrackingTask`. The car state comes from BeamNG's ``State`` and ``Electrics``
-sensors polled after every deterministic 20 Hz step.
+:class:`gym_s3.task.TrackingTask`. The cars come from :class:`gym_s3.sources.SimLinkCars`: BeamNG's
+``State`` and ``Electrics`` sensors polled after every deterministic 20 Hz step.
 
 The code path is the same for a real BeamNG.tech and for the stand-in: surfaces are set with the
 ground-model Lua template (:mod:`gym_s3.beamng.lua`), ice patches are ``ProceduralCube`` objects
@@ -30,10 +30,13 @@ from gym_s3.beamng.lua import render_ground_models_lua
 from gym_s3.errors import ActionError, ConfigError
 from gym_s3.observations import EgoState
 from gym_s3.plausibility import check_seed
+from gym_s3.rows import ResetRows
 from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
+from gym_s3.sources import SimLinkCars
 from gym_s3.spec import CONTROL_DT_S, single_action_space, single_observation_space
 from gym_s3.task import TaskConfig, TrackingTask, lap_task
 from gym_s3.tracks.path import ReferencePath
+from gym_s3.tracks.registry import cached_track
 from gym_s3.tracks.surfaces import SurfaceLayout, get_surface, lap_layout
 
 __all__ = ["BeamNGConfig", "BeamNGEnvConfig", "EpisodeStepLimit", "S3BeamNGEnv"]
@@ -74,19 +77,6 @@ class BeamNGEnvConfig:
     scenarios: tuple[str, ...] | None = None
     scenario: int | None = None
     target_speed: tuple[float, ...] | None = None
-
-
-def resolve_track(name: str) -> ReferencePath:
-    """A built-in track by name (``putnam`` works without the track registry)."""
-    try:
-        from gym_s3.tracks.registry import get_track
-    except ImportError:  # pragma: no cover - registry not installed
-        if name != "putnam":
-            raise ConfigError(f"unknown track '{name}'") from None
-        from gym_s3.tracks.putnam import putnam_park
-
-        return putnam_park()
-    return get_track(name)
 
 
 class S3BeamNGEnv(gym.Env):
@@ -148,7 +138,7 @@ class S3BeamNGEnv(gym.Env):
             cfg, reference = self._pick_scenario(cfg)
         self.config = cfg
         self.render_mode = render_mode
-        self.reference = reference if reference is not None else resolve_track(cfg.track)
+        self.reference = reference if reference is not None else cached_track(cfg.track)
         self.layout = cfg.layout or self._make_layout()
         self.observation_space = single_observation_space(cfg.task.obs_mode)
         self.action_space = single_action_space()
@@ -157,6 +147,8 @@ class S3BeamNGEnv(gym.Env):
         self._generator = torch.Generator().manual_seed(0)
         self._link: SimLink | None = None
         self._closed = False
+        self._cars: SimLinkCars | None = None
+        self._wheel_mu = torch.ones(1, 4)
         self._trail: list[tuple[float, float]] = []
         self._ego: EgoState | None = None
 
@@ -246,10 +238,12 @@ class S3BeamNGEnv(gym.Env):
             self._link = SimLink(self.config.sim, self.layout, self._start_pose(),
                                  scenario_name="s3_tracking", purpose="S3BeamNG-v0")  # fmt: skip
             self._link.open()
-        start = self.task.reset(torch.ones(1, dtype=torch.bool), self._generator)
-        m = self._link.teleport(float(start.x[0]), float(start.y[0]), float(start.yaw[0]),
-                                speed=float(start.speed[0]))  # fmt: skip
-        ego = self._ego = m.ego()
+            self._cars = SimLinkCars(self._link)
+        assert self._cars is not None
+        every = ResetRows(torch.ones(1, dtype=torch.bool))
+        start = self.task.begin(every, self._generator)
+        self._wheel_mu = self.task.wheel_friction(start.ego())
+        ego = self._ego = self._cars.place(every, start, self._wheel_mu)
         self._trail = [(float(ego.x[0]), float(ego.y[0]))]
         obs = self.task.observe(ego)
         info = {"standin": self._link.is_standin, "simulator": self._link.simulator}
@@ -268,12 +262,12 @@ class S3BeamNGEnv(gym.Env):
                 "simulator, again after close())"
             )
         act = self._validate(action)
-        steer, accel = float(act[0, 0]), float(act[0, 1])
-        self._link.control(steer, max(accel, 0.0), max(-accel, 0.0))
-        m = self._link.step()
-        ego = self._ego = m.ego()
+        assert self._cars is not None
+        moved = self._cars.advance(act, self.task.surfaces, self._wheel_mu)
+        ego = self._ego = moved.ego
         self._trail.append((float(ego.x[0]), float(ego.y[0])))
-        out = self.task.step(ego, act, fault=torch.tensor([m.fault]))
+        out = self.task.step(ego, act, fault=moved.fault)
+        self._wheel_mu = out.info["wheel_mu"]
         info = {k: v[0].item() if v.ndim == 1 else v[0].numpy().copy() for k, v in out.info.items()}
         return (
             out.obs[0].numpy().copy(),
@@ -319,7 +313,7 @@ class S3BeamNGEnv(gym.Env):
 
     def close(self) -> None:
         """Disconnect; quit the simulator only if this env launched it; stop an own stand-in."""
-        link, self._link = self._link, None
+        link, self._link, self._cars = self._link, None, None
         self._closed = True
         if link is not None:
             link.close()

@@ -35,9 +35,9 @@ from gym_s3.envs.backends import resolve_backend
 from gym_s3.envs.config import DistilledConfig
 from gym_s3.envs.pools import scenario_source
 from gym_s3.errors import ConfigError
-from gym_s3.observations import EgoState
 from gym_s3.plausibility import check_seed
 from gym_s3.rows import ResetRows
+from gym_s3.sources import BackendCars
 from gym_s3.task import TrackingTask
 
 
@@ -76,6 +76,7 @@ class DistilledCore:
 
     Attributes:
         backend: the dynamics backend (on ``device``, in ``dtype``).
+        cars: the source of the N cars (:class:`~gym_s3.sources.BackendCars` of ``backend``).
         task: the tracking task of the N cars.
         pool: the scenario pool episodes are drawn from.
         paths: the reference paths of the pool (index = path id).
@@ -102,10 +103,7 @@ class DistilledCore:
         self.seed(config.seed)
         n, dev, dt = num_envs, self.device, self.dtype
         self.wheel_mu = torch.ones(n, 4, device=dev, dtype=dt)
-        zero_pose = torch.zeros(n, 3, device=dev, dtype=dt)
-        self.state: BackendState = self.backend.initial_state(
-            zero_pose, zero_pose[:, 0], self.wheel_mu
-        )
+        self.cars = BackendCars(self.backend, n, dev, dt)
         self.obs = torch.zeros(n, self.observation_size, device=dev)
         self.episode_id = torch.full((n,), -1, dtype=torch.int64, device=dev)
         self._started = False
@@ -122,6 +120,11 @@ class DistilledCore:
             self._reset_fn = torch.compile(self._reset_impl)
 
     # ------------------------------------------------------------------ properties
+    @property
+    def state(self) -> BackendState:
+        """The backend state of the N cars (held by :attr:`cars`)."""
+        return self.cars.state
+
     @property
     def observation_size(self) -> int:
         """Length F of the observation vector."""
@@ -183,18 +186,14 @@ class DistilledCore:
         start = self.task.begin(
             select, self.generator, None if scenario is None else select.pick(scenario)
         )
-        zero = torch.zeros_like(start.x)
-        pose = torch.stack([start.x, start.y, start.yaw], dim=-1)
-        ego = EgoState(start.x, start.y, start.yaw, start.speed, zero, zero)
-        mu = self.task.wheel_friction(ego, rows=select.rows)
-        fresh = self.backend.initial_state(pose, start.speed, mu)
-        self.state = select.put(self.state, fresh)
+        mu = self.task.wheel_friction(start.ego(), rows=select.rows)
+        placed = self.cars.place(select, start, mu)
         self.wheel_mu = select.put(self.wheel_mu, mu)
         self.episode_id = self.episode_id + mask.to(torch.int64)
         if select.rows is None:  # observe every car (keeps the others' projection hints current)
             obs = self.task.observe(self.state.ego(), self.wheel_mu)
         else:
-            obs = self.task.observe(fresh.ego(), mu, rows=select.rows)
+            obs = self.task.observe(placed, mu, rows=select.rows)
         return select.put(self.obs, obs)
 
     def _check_mask(self, mask: Tensor) -> Tensor:
@@ -241,9 +240,8 @@ class DistilledCore:
     def _step_impl(self, action: Tensor):
         """One sync-free step of every car; returns the fields of :class:`CoreStep`."""
         action, nonfinite = sanitize_action(action)
-        state = self.backend.step(self.state, action, self.wheel_mu)
-        out = self.task.step(state.ego(), action, fault=state.fault)
-        self.state = state
+        cars = self.cars.advance(action, self.task.surfaces, self.wheel_mu)
+        out = self.task.step(cars.ego, action, fault=cars.fault)
         self.wheel_mu = out.info["wheel_mu"]
         info = dict(out.info)
         info["action_nonfinite"] = nonfinite

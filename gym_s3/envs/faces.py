@@ -1,4 +1,11 @@
-"""Pieces shared by the faces of ``S3Distilled-v0``: kwargs split, autoreset mode, info masks."""
+"""Pieces shared by the faces of ``S3Distilled-v0``: kwargs split, autoreset mode, info masks.
+
+A *face* is one of the API shapes in which the one batched core
+(:class:`~gym_s3.envs.core.DistilledCore`) is offered: the batched ``gym.Env`` of
+``gym.make("S3Distilled-v0", num_envs=N)`` (:mod:`gym_s3.envs.distilled`), the gymnasium
+``VectorEnv`` of ``gym.make_vec`` (:mod:`gym_s3.envs.vector`) and the TorchRL ``EnvBase``
+(:mod:`gym_s3.adapters.torchrl`). Faces only convert types and apply their autoreset convention.
+"""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ from gym_s3.envs.config import ScenarioConfig
 from gym_s3.errors import ConfigError
 from gym_s3.scenarios.pool import ScenarioPool
 from gym_s3.tracks.path import ReferencePath
+from gym_s3.tracks.registry import cached_track, clear_track_cache
 from gym_s3.tracks.surfaces import SurfaceLayout, sample_layout
 
 
@@ -36,22 +37,11 @@ class ScenarioSource:
 
 
 _LOCK = threading.Lock()
-_TRACKS: dict[str, ReferencePath] = {}
 _POOLS: dict[tuple[ScenarioConfig, str, torch.dtype], ScenarioSource] = {}
 
 
-def resolve_track(name: str) -> ReferencePath:
-    """Build the track ``name`` once per process (``"putnam"``, ``"procedural:3"``, ...).
-
-    Uses :func:`gym_s3.tracks.registry.get_track`; unknown names raise
-    :class:`~gym_s3.errors.ConfigError` listing the valid forms.
-    """
-    with _LOCK:
-        if name not in _TRACKS:
-            from gym_s3.tracks.registry import get_track
-
-            _TRACKS[name] = get_track(name)
-        return _TRACKS[name]
+#: The per-process track cache (kept under its old name for callers of this module).
+resolve_track = cached_track
 
 
 def draw_layouts(path: ReferencePath, config: ScenarioConfig) -> list[SurfaceLayout]:
@@ -78,7 +68,7 @@ def scenario_source(
     with _LOCK:
         cached = _POOLS.get(key)
     if cached is None:
-        paths = [resolve_track(name) for name in config.tracks]
+        paths = [cached_track(name) for name in config.tracks]
         layouts = [draw_layouts(p, config) for p in paths]
         speeds: list = [None] * len(paths)
         for source in config.logs:
@@ -140,6 +130,6 @@ def scenario_placement(source: ScenarioSource, index: int) -> dict[str, Any]:
 
 def clear_cache() -> None:
     """Forget every cached track and pool (frees their memory)."""
+    clear_track_cache()
     with _LOCK:
-        _TRACKS.clear()
         _POOLS.clear()

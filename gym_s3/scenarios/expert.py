@@ -20,6 +20,7 @@ from gym_s3.data.schema import EpisodeMeta
 from gym_s3.errors import ConfigError
 from gym_s3.tracks.analysis import detect_corners
 from gym_s3.tracks.path import ReferencePath
+from gym_s3.tracks.registry import cached_track
 from gym_s3.tracks.resample import interp_along, smooth_centreline
 from gym_s3.tracks.surfaces import SurfaceLayout
 
@@ -152,9 +153,7 @@ def _road_edges(
     the track is unknown here.
     """
     try:
-        from gym_s3.envs.pools import resolve_track
-
-        ref = resolve_track(track)
+        ref = cached_track(track)
     except ConfigError:
         half = np.full(m, FALLBACK_HALF_WIDTH_M)
         return half, half.copy()

@@ -22,9 +22,10 @@ from torch import Tensor
 
 from gym_s3.errors import ConfigError
 from gym_s3.tracks.arcs import arc_offset, project_on_arc
+from gym_s3.tracks.frenet import Frenet, PathSample
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gym_s3.tracks.path import Frenet, PathSample, ReferencePath
+    from gym_s3.tracks.path import ReferencePath
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,8 +168,6 @@ class PathBank:
     # ------------------------------------------------------------------ queries
     def sample(self, pid: Tensor, s: Tensor) -> PathSample:
         """Path attributes of each row's path at arc lengths ``s`` ``(N,)`` or ``(N, J)`` [m]."""
-        from gym_s3.tracks.path import PathSample
-
         s = s.to(device=self.device, dtype=self.dtype)
         idx, rem = self.split(pid, s)
         nxt = self.next_index(pid, idx)
@@ -263,8 +262,6 @@ class PathBank:
         A point behind the normal at sample ``idx`` belongs to the arc of segment ``idx - 1``
         (chosen per row with ``where``, no host synchronisation).
         """
-        from gym_s3.tracks.path import Frenet
-
         m = self.num_samples[pid]
         closed = self.closed[pid]
         fwd = torch.where(closed, idx, torch.minimum(idx, m - 2))

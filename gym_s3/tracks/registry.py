@@ -7,6 +7,7 @@ forms.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -160,3 +161,25 @@ def get_track(name: str, **kwargs: Any) -> ReferencePath:
         if "unexpected keyword argument" not in str(exc):
             raise
         raise ConfigError(f"track '{name}': {exc}") from exc
+
+
+_CACHE_LOCK = threading.Lock()
+_CACHE: dict[str, ReferencePath] = {}
+
+
+def cached_track(name: str) -> ReferencePath:
+    """The track ``name`` of :func:`get_track`, built once per process (tracks are immutable).
+
+    Raises:
+        ConfigError: for an unknown name (the message lists the valid forms).
+    """
+    with _CACHE_LOCK:
+        if name not in _CACHE:
+            _CACHE[name] = get_track(name)
+        return _CACHE[name]
+
+
+def clear_track_cache() -> None:
+    """Forget the tracks :func:`cached_track` built."""
+    with _CACHE_LOCK:
+        _CACHE.clear()

@@ -10,7 +10,7 @@ from typing import Any
 def register(subparsers: Any) -> None:
     """Add ``s3 pipeline`` to the command line."""
     from gym_s3.cli_parser import preset_values
-    from policies.pipeline.run import PRESETS, QUICK_DURATION
+    from policies.pipeline.config import PRESETS, QUICK_DURATION
 
     p = subparsers.add_parser(
         "pipeline",

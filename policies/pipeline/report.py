@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.evaluate import describe_condition
-from policies.pipeline.run import PipelineConfig
+from policies.pipeline.config import PipelineConfig
 from policies.pipeline.stages import StageOutcome
 from policies.scorecard import build_scorecard, scorecard_markdown
 

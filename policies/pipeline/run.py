@@ -17,168 +17,22 @@ interrupted run resumes at the first unfinished stage.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from gym_s3.errors import ConfigError
-from policies.checkpoint import SHIPPED_POLICIES
+from policies.pipeline import steps
+from policies.pipeline.config import BACKENDS, POLICIES, PRESETS, PipelineConfig, preset
+from policies.pipeline.report import write_report
 from policies.pipeline.stages import StageOutcome, run_stage
 
-BACKENDS: tuple[str, ...] = ("bicycle", "ddm", "trans", "dytr")
-POLICIES: tuple[str, ...] = SHIPPED_POLICIES
-
-
-@dataclass(frozen=True)
-class PipelineConfig:
-    """Settings of one pipeline run.
-
-    Attributes:
-        seed: seed of every stage.
-        data_preset: ``s3 data generate`` preset.
-        data_overrides: fields of the data preset to replace (e.g. ``{"waves": 1}``).
-        distill_backends: backends trained in this run (the rest use shipped checkpoints).
-        distill_overrides: training settings applied to every distilled backend (e.g. epochs).
-        open_loop_horizons: horizons of the open-loop evaluation [steps of 50 ms].
-        policy_backends: policies trained in this run (the rest use shipped policies).
-        ppo_preset_overrides: PPO settings applied to every trained policy.
-        eval_policies: policies evaluated in the stand-in.
-        eval_surfaces: base surfaces of the evaluation laps.
-        eval_ice_patches: ice-patch counts of the evaluation laps.
-        eval_max_steps: cap on the steps of each evaluation run (None: full lap).
-        eval_seeds: patch-placement seeds of the laps with ice patches (one run each); laps
-            without patches are deterministic and run once. The scorecard's confidence
-            intervals come from these runs.
-        gif_every: keep a GIF frame every this many steps of the evaluation runs.
-        fast_standin: compiled float32 stand-in physics for evaluation and the speed-up baseline
-            (one-off compilation of up to a minute, then about 10x faster).
-        speedup_num_envs: cars of the distilled-env throughput measurement.
-        speedup_seconds: measuring time per backend [s].
-        device: torch device of distillation, PPO and the distilled-env throughput (``"cuda"``
-            for the ``full`` preset on a GPU); the stand-in physics always runs on the CPU.
-    """
-
-    seed: int = 0
-    data_preset: str = "default"
-    data_overrides: dict[str, Any] = field(default_factory=dict)
-    distill_backends: tuple[str, ...] = BACKENDS
-    distill_overrides: dict[str, Any] = field(default_factory=dict)
-    open_loop_horizons: tuple[int, ...] = (1, 5, 20, 60)
-    policy_backends: tuple[str, ...] = POLICIES
-    ppo_preset_overrides: dict[str, Any] = field(default_factory=dict)
-    eval_policies: tuple[str, ...] = POLICIES
-    eval_surfaces: tuple[str, ...] = ("asphalt", "asphalt_wet", "gravel", "snow", "ice")
-    eval_ice_patches: tuple[int, ...] = (0, 4)
-    eval_max_steps: int | None = None
-    eval_seeds: tuple[int, ...] = (0, 1, 2)
-    gif_every: int = 4
-    fast_standin: bool = True
-    speedup_num_envs: int = 4096
-    speedup_seconds: float = 5.0
-    device: str = "cpu"
-
-    def __post_init__(self) -> None:
-        import torch
-
-        try:
-            device = torch.device(self.device)
-        except (RuntimeError, TypeError) as exc:
-            msg = f"unknown torch device '{self.device}' (use cpu, cuda, cuda:1)"
-            raise ConfigError(msg) from exc
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise ConfigError(
-                f"device '{self.device}' asked for, but this torch build sees no CUDA GPU; "
-                "install a CUDA build of torch or use --device cpu"
-            )
-        for name in (*self.distill_backends,):
-            if name not in BACKENDS:
-                raise ConfigError(f"unknown backend '{name}' to distil; valid: {BACKENDS}")
-        for name in (*self.policy_backends, *self.eval_policies):
-            if name not in POLICIES:
-                raise ConfigError(f"unknown policy '{name}'; valid: {POLICIES}")
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready settings."""
-        return json.loads(json.dumps(asdict(self), default=list))
-
-
-#: How long the ``quick`` preset takes, as ``s3 pipeline --help`` and the README state it.
-QUICK_DURATION = "about 8 minutes on an idle 2-core CPU, 5 of them the PPO time budget"
-
-#: ``quick`` (default): :data:`QUICK_DURATION`. It generates a small dataset, fits the
-#: bicycle and trains a short DDM, trains one short PPO policy on the DDM and uses the shipped
-#: checkpoints for everything else; evaluation drives the first 40 s of a lap on asphalt with and
-#: without ice patches. ``full``: everything from scratch with the shipped-checkpoint recipes and
-#: full laps on every surface; meant for a GPU or a long CPU run.
-PRESETS: dict[str, PipelineConfig] = {
-    "quick": PipelineConfig(
-        data_overrides={"cars": 128, "episode_s": 30.0},
-        distill_backends=("bicycle", "ddm"),
-        distill_overrides={"epochs": 4, "batches_per_epoch": 150},
-        policy_backends=("ddm",),
-        ppo_preset_overrides={
-            "time_budget_s": 300.0,
-            "num_envs": 1024,
-            "eval_every": 0,
-            "checkpoint_every": 0,
-        },  # fmt: skip
-        eval_surfaces=("asphalt",),
-        eval_ice_patches=(0, 4),
-        eval_max_steps=800,
-        gif_every=4,
-        speedup_num_envs=4096,
-        speedup_seconds=3.0,
-    ),
-    "full": PipelineConfig(),
-    # seconds, for the end-to-end test
-    "tiny": PipelineConfig(
-        data_preset="tiny",
-        distill_backends=("bicycle",),
-        distill_overrides={"epochs": 1, "batches_per_epoch": 5},
-        open_loop_horizons=(1, 5, 20),
-        policy_backends=("bicycle",),
-        ppo_preset_overrides={
-            "num_envs": 64,
-            "rollout_steps": 8,
-            "total_frames": 1024,
-            "minibatch_size": 256,
-            "epochs": 1,
-            "hidden": (16, 16),
-            "tracks": ("putnam",),
-            "layouts_per_track": 1,
-            "eval_every": 0,
-            "checkpoint_every": 0,
-        },  # fmt: skip
-        eval_policies=("bicycle",),
-        eval_surfaces=("asphalt",),
-        eval_ice_patches=(2,),
-        eval_max_steps=40,
-        eval_seeds=(0, 1),
-        gif_every=10,
-        fast_standin=False,
-        speedup_num_envs=256,
-        speedup_seconds=0.5,
-    ),
-}
-
-
-def preset(name: str, **overrides: Any) -> PipelineConfig:
-    """A pipeline preset with some fields replaced (``None`` values are ignored)."""
-    if name not in PRESETS:
-        raise ConfigError(f"unknown pipeline preset '{name}'; valid: {', '.join(PRESETS)}")
-    return replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})
+__all__ = ["BACKENDS", "POLICIES", "PRESETS", "PipelineConfig", "preset", "run_pipeline"]
 
 
 def run_pipeline(
     config: PipelineConfig, out: str | Path, *, log: Callable[[str], None] = print
 ) -> Path:
     """Run (or resume) every stage; returns the path of ``report.md``."""
-    from policies.pipeline import steps
-    from policies.pipeline.report import write_report
-
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()

@@ -11,7 +11,7 @@ import torch
 
 from gym_s3.errors import ConfigError
 from policies.checkpoint import shipped_policy
-from policies.pipeline.run import BACKENDS, PipelineConfig
+from policies.pipeline.config import BACKENDS, PipelineConfig
 from policies.pipeline.stages import StageOutcome, run_stage
 
 

@@ -1,4 +1,4 @@
-"""The scripted expert: it drives the reference simulator well, and its noise and events behave."""
+"""The scripted expert (``gym_s3.drivers``): it drives well; its noise and events behave."""
 
 from __future__ import annotations
 
@@ -7,22 +7,20 @@ from collections.abc import Iterator
 
 import pytest
 import torch
+from path_helpers import cars_on_road
 
-from gym_s3.data.trackside import TrackSide
-from gym_s3.errors import ConfigError
-from gym_s3.observations import EgoState
-from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
-from gym_s3.tracks import SurfaceLayout, get_track
-from gym_s3.vehicle import SEDAN, VehicleModel, controls_from_action
-from wheel_collector.commands import SAFE_COMMAND, InputStatus
-from wheel_collector.expert import (
+from gym_s3.drivers.expert import (
     EVENTS,
     BatchedExpert,
     EventConfig,
     ExpertConfig,
-    ExpertInput,
     PerturbationConfig,
 )
+from gym_s3.errors import ConfigError
+from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
+from gym_s3.sources import vehicle_ego
+from gym_s3.tracks import SurfaceLayout, get_track
+from gym_s3.vehicle import SEDAN, VehicleModel, controls_from_action
 
 pytestmark = pytest.mark.timeout(180)
 QUIET = ExpertConfig(perturbations=PerturbationConfig.none())
@@ -34,13 +32,6 @@ def _restore_torch_threads() -> Iterator[None]:
     before = torch.get_num_threads()
     yield
     torch.set_num_threads(before)
-
-
-def parked(track: TrackSide, s: torch.Tensor, speed: float = 10.0) -> EgoState:
-    """Cars on the centreline at ``s``, heading along the path at ``speed``."""
-    x, y, _, h = track.start_pose(s)
-    z = torch.zeros_like(x)
-    return EgoState(x, y, h, torch.full_like(x, speed), z, z)
 
 
 @pytest.fixture(scope="module")
@@ -60,17 +51,17 @@ def drive_putnam(pool: ScenarioPool, steps: int) -> tuple[torch.Tensor, torch.Te
     torch.set_num_threads(1)
     n = 8
     variant = torch.tensor([0, 1] * 4)
-    track = TrackSide(pool, variant)
     s0 = torch.linspace(0.0, 2600.0, n)
-    x, y, _, h = track.start_pose(s0)
+    track, ego = cars_on_road(pool, variant, s0)
     model = VehicleModel()
-    state = model.initial_state(x, y, h, 0.8 * track.target_speed(s0), torch.zeros_like(x))
+    speed = 0.8 * track.target_speed_at(s0)
+    state = model.initial_state(ego.x, ego.y, ego.yaw, speed, torch.zeros_like(ego.x))
     expert = BatchedExpert(n, QUIET, seed=0)
     worst = torch.zeros(n)
     ratio = torch.zeros(n)
     for _ in range(steps):
-        smp = track.measure(state.x, state.y, state.yaw)
-        ego = EgoState(state.x, state.y, state.yaw, state.vx, state.vy, state.yaw_rate)
+        ego = vehicle_ego(state)
+        smp = track.measure(ego)
         action = expert.act(ego, smp, track)
         worst = torch.maximum(worst, smp.d.abs().float())
         ratio += (state.vx / smp.target_speed).float() / steps
@@ -101,9 +92,10 @@ def test_keeps_the_car_on_the_road_on_asphalt_and_ice(putnam_pool: ScenarioPool)
 
 def test_same_seed_same_actions(putnam_pool: ScenarioPool) -> None:
     """Two experts with one seed produce identical action sequences; another seed differs."""
-    track = TrackSide(putnam_pool, torch.zeros(16, dtype=torch.int64))
-    ego = parked(track, torch.linspace(0, 2000, 16))
-    smp = track.measure(ego.x, ego.y, ego.yaw)
+    track, ego = cars_on_road(
+        putnam_pool, torch.zeros(16, dtype=torch.int64), torch.linspace(0, 2000, 16)
+    )
+    smp = track.measure(ego)
 
     def run(seed: int) -> torch.Tensor:
         """Actions of 50 steps of an expert seeded with ``seed``."""
@@ -123,9 +115,12 @@ def test_event_rates_match_the_configuration(putnam_pool: ScenarioPool) -> None:
     one_step = EventConfig(30.0, (0.05, 0.05), (0.1, 0.1))
     cfg = ExpertConfig(perturbations=PerturbationConfig(*(one_step,) * len(EVENTS)))
     n, steps = 2000, 200
-    track = TrackSide(putnam_pool, torch.zeros(n, dtype=torch.int64))
-    ego = parked(track, torch.rand(n, generator=torch.Generator().manual_seed(0)) * 2800)
-    smp = track.measure(ego.x, ego.y, ego.yaw)
+    track, ego = cars_on_road(
+        putnam_pool,
+        torch.zeros(n, dtype=torch.int64),
+        torch.rand(n, generator=torch.Generator().manual_seed(0)) * 2800,
+    )
+    smp = track.measure(ego)
     expert = BatchedExpert(n, cfg, seed=1)
     for _ in range(steps):
         expert.act(ego, smp, track)
@@ -146,9 +141,10 @@ def test_perturbations_act_on_the_commands(putnam_pool: ScenarioPool) -> None:
     difference of their actions is the perturbation alone.
     """
     n = 64
-    track = TrackSide(putnam_pool, torch.zeros(n, dtype=torch.int64))
-    ego = parked(track, torch.linspace(100, 2500, n), speed=15.0)
-    smp = track.measure(ego.x, ego.y, ego.yaw)
+    track, ego = cars_on_road(
+        putnam_pool, torch.zeros(n, dtype=torch.int64), torch.linspace(100, 2500, n), speed=15.0
+    )
+    smp = track.measure(ego)
     none = {k: getattr(PerturbationConfig.none(), k) for k in EVENTS}
     always = (10.0, 10.0)  # duration [s]: the event lasts the whole test
     pulse = PerturbationConfig(**{**none, "steer_pulse": EventConfig(1e6, always, (0.2, 0.2))})
@@ -172,10 +168,9 @@ def test_throttle_limit_prevents_wheel_spin(putnam_pool: ScenarioPool) -> None:
     speeds up.
     """
     torch.set_num_threads(1)
-    track = TrackSide(putnam_pool, torch.tensor([0, 1]))
     s = torch.tensor([100.0, 100.0])  # main straight
-    ego = parked(track, s, speed=1.0)
-    smp = track.measure(ego.x, ego.y, ego.yaw)
+    track, ego = cars_on_road(putnam_pool, torch.tensor([0, 1]), s, speed=1.0)
+    smp = track.measure(ego)
     cfg = ExpertConfig(perturbations=PerturbationConfig.none(), accel_noise=0.0, steer_noise=0.0)
     expert = BatchedExpert(2, cfg)
     action = expert.act(ego, smp, track)
@@ -186,31 +181,11 @@ def test_throttle_limit_prevents_wheel_spin(putnam_pool: ScenarioPool) -> None:
     model = VehicleModel()
     state = model.initial_state(ego.x, ego.y, ego.yaw, 1.0, torch.zeros(2))
     for _ in range(60):
-        smp = track.measure(state.x, state.y, state.yaw)
-        ego = EgoState(state.x, state.y, state.yaw, state.vx, state.vy, state.yaw_rate)
+        ego = vehicle_ego(state)
+        smp = track.measure(ego)
         state = model.step(state, controls_from_action(expert.act(ego, smp, track)), track.surfaces)
     wheel = state.omega[1, :2].mean() * SEDAN.wheel_radius
     assert float(state.vx[1]) > 1.4 and float(wheel / state.vx[1]) < 1.1
-
-
-def test_expert_input_is_an_input_source(putnam_pool: ScenarioPool) -> None:
-    """NO_DEVICE and SAFE_COMMAND until observed; then live expert commands; closed -> safe."""
-    source = ExpertInput(QUIET, seed=2)
-    reading = source.poll()
-    assert reading.status is InputStatus.NO_DEVICE and reading.command == SAFE_COMMAND
-    track = TrackSide(putnam_pool, torch.zeros(1, dtype=torch.int64))
-    ego = parked(track, torch.tensor([50.0]), speed=5.0)
-    smp = track.measure(ego.x, ego.y, ego.yaw)
-    source.observe(ego, smp, track)
-    reading = source.poll()
-    assert reading.live and reading.command.source == "expert"
-    expected = BatchedExpert(1, QUIET, seed=2).act(ego, smp, track)[0]
-    assert reading.command.steer == pytest.approx(float(expected[0]), abs=1e-6)
-    assert reading.command.accel == pytest.approx(float(expected[1]), abs=1e-6)
-    source.close()
-    assert source.poll().command == SAFE_COMMAND
-    with pytest.raises(ConfigError, match="one car"):
-        source.observe(ego, smp, TrackSide(putnam_pool, torch.zeros(2, dtype=torch.int64)))
 
 
 def test_config_validation() -> None:

@@ -1,6 +1,6 @@
 """Settings of the scripted expert driver: gains, noise and perturbation events.
 
-See :mod:`wheel_collector.expert` for the controller these settings drive.
+See :mod:`gym_s3.drivers.expert` for the controller these settings drive.
 """
 
 from __future__ import annotations

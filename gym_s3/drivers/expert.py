@@ -1,0 +1,210 @@
+"""The scripted expert driver: pure pursuit + PI speed control with noise and perturbations.
+
+One batched controller (:class:`BatchedExpert`) drives N cars at once: ``s3 data generate`` drives
+thousands of cars with it, the collection session (``wheel_collector.expert.ExpertInput``) one.
+It is a driver of the episode loop (task + source of cars + driver): it reads the cars' state and
+the task's :class:`~gym_s3.task_types.TrackSample` and asks the task (:class:`Road`) for the
+reference ahead. There is no second copy.
+
+* **Lateral:** pure pursuit on the reference path. The target point lies ``lookahead_s * v`` ahead
+  of the car's projection (clamped to ``[lookahead_min_m, lookahead_max_m]``); the road-wheel
+  angle is ``atan(wheelbase * 2 y / (x^2 + y^2))`` with the target at ``(x, y)`` in the car frame,
+  plus ``yaw_rate_gain * (v * kappa - yaw_rate)`` against under-rotation.
+* **Longitudinal:** PI control of ``v_long`` on the friction-aware target speed, previewed
+  ``preview_s`` ahead. The throttle is limited to the drive force the front tyres can take
+  (``throttle_grip_share`` of the friction left after cornering, against the drive force the
+  pedal gives at this speed), the brake to ``brake_mu_gain * mu``: gentle on ice, flat out on
+  dry asphalt at speed.
+* **Noise:** Ornstein-Uhlenbeck noise on both commands, and a per-episode speed scale.
+* **Perturbations** (Poisson events per car, rates per minute): late braking (the speed target is
+  read further back, so braking starts late and ends hard), steering pulses, throttle lifts,
+  over-speed into corners (target x factor), hard brake stabs and throttle bursts (wheel spin on
+  low friction). They push the data to the edges of the envelope, beyond the expert's own limits.
+
+Sign conventions: the output action is ``[steer, accel]`` with ``steer = +1`` full right and
+``accel < 0`` braking (:mod:`gym_s3.spec`); road-wheel angles are + left.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+from gym_s3.drivers.expert_config import (
+    EVENTS,
+    EventConfig,
+    ExpertConfig,
+    PerturbationConfig,
+)
+from gym_s3.errors import ConfigError
+from gym_s3.observations import EgoState
+from gym_s3.spec import CONTROL_DT_S
+from gym_s3.task_types import TrackSample
+from gym_s3.tracks.path import PathSample
+from gym_s3.vehicle.params import GRAVITY
+
+__all__ = ["EVENTS", "BatchedExpert", "EventConfig", "ExpertConfig", "PerturbationConfig", "Road"]
+
+
+class Road(Protocol):
+    """Each car's reference path and target speed (a :class:`~gym_s3.task.TrackingTask`)."""
+
+    def path_at(self, s: Tensor) -> PathSample:
+        """Each car's reference path at arc lengths ``(N,)`` [m]."""
+        ...
+
+    def target_speed_at(self, s: Tensor) -> Tensor:
+        """Each car's target speed [m/s] at arc lengths ``(N,)`` [m]."""
+        ...
+
+
+class BatchedExpert:
+    """The expert controller of N cars (stateful: integrators, noise, active events).
+
+    Args:
+        n: number of cars N.
+        config: gains, noise, perturbations (the defaults when ``None``).
+        seed: seed of the noise and the events (one CPU generator, so runs repeat exactly).
+        dt: control period [s].
+    """
+
+    def __init__(
+        self, n: int, config: ExpertConfig | None = None, *, seed: int = 0,
+        dt: float = CONTROL_DT_S,
+    ) -> None:  # fmt: skip
+        if n < 1:
+            raise ConfigError(f"the expert needs n >= 1 cars, got {n}")
+        config = config or ExpertConfig()
+        self.n, self.config, self.dt = n, config, float(dt)
+        self.generator = torch.Generator().manual_seed(int(seed))
+        ev = config.perturbations.events()
+        self._rate = torch.tensor([1.0 - math.exp(-e.rate_per_min / 60.0 * dt) for e in ev])
+        self._dur = torch.tensor([e.duration_s for e in ev])  # (E, 2)
+        self._mag = torch.tensor([e.magnitude for e in ev])  # (E, 2)
+        e = len(EVENTS)
+        self.integral = torch.zeros(n)
+        self.noise = torch.zeros(n, 2)
+        self.event_left = torch.zeros(n, e)
+        self.event_mag = torch.zeros(n, e)
+        self.event_sign = torch.ones(n)
+        self.event_count = torch.zeros(n, e, dtype=torch.int64)
+        self.speed_scale = torch.ones(n)
+        self.reset()
+
+    def _uniform(self, shape: tuple[int, ...]) -> Tensor:
+        """``U(0, 1)`` draws of the expert's generator."""
+        return torch.rand(shape, generator=self.generator)
+
+    def reset(self, mask: Tensor | None = None) -> None:
+        """Start new episodes for the cars in ``mask`` (all by default): clear state, new scale."""
+        mask = torch.ones(self.n, dtype=torch.bool) if mask is None else mask.to(torch.bool)
+        lo, hi = self.config.speed_scale
+        scale = lo + (hi - lo) * self._uniform((self.n,))
+        self.speed_scale = torch.where(mask, scale, self.speed_scale)
+        self.integral = torch.where(mask, torch.zeros_like(self.integral), self.integral)
+        self.noise = torch.where(mask[:, None], torch.zeros_like(self.noise), self.noise)
+        self.event_left = torch.where(
+            mask[:, None], torch.zeros_like(self.event_left), self.event_left
+        )
+        self.event_count = torch.where(mask[:, None], torch.zeros_like(self.event_count),
+                                       self.event_count)  # fmt: skip
+
+    def _advance_events(self) -> Tensor:
+        """Start, age and end events; returns ``(N, E)`` bool of the active ones."""
+        shape = (self.n, len(EVENTS))
+        start_u, dur_u, mag_u = self._uniform(shape), self._uniform(shape), self._uniform(shape)
+        sign = torch.where(self._uniform((self.n,)) < 0.5, -1.0, 1.0)
+        idle = self.event_left <= 0
+        start = idle & (start_u < self._rate)
+        duration = self._dur[:, 0] + (self._dur[:, 1] - self._dur[:, 0]) * dur_u
+        magnitude = self._mag[:, 0] + (self._mag[:, 1] - self._mag[:, 0]) * mag_u
+        self.event_left = torch.where(start, duration, self.event_left - self.dt)
+        self.event_mag = torch.where(start, magnitude, self.event_mag)
+        pulse_start = start[:, EVENTS.index("steer_pulse")]
+        self.event_sign = torch.where(pulse_start, sign, self.event_sign)
+        self.event_count += start.to(torch.int64)
+        return self.event_left > 0
+
+    def _noise_step(self) -> Tensor:
+        """Advance the Ornstein-Uhlenbeck noises; returns ``(N, 2)`` [steer, accel]."""
+        cfg = self.config
+        a = math.exp(-self.dt / cfg.noise_tau_s)
+        sigma = torch.tensor([cfg.steer_noise, cfg.accel_noise])
+        self.noise = a * self.noise + sigma * math.sqrt(1 - a * a) * torch.randn(
+            self.n, 2, generator=self.generator
+        )
+        return self.noise
+
+    def act(self, ego: EgoState, sample: TrackSample, road: Road) -> Tensor:
+        """Actions of the N cars.
+
+        Args:
+            ego: measured state of the cars.
+            sample: the road under them (``task.measure(ego)`` at the same pose).
+            road: each car's reference path and target speed (the cars' tracking task).
+
+        Returns:
+            ``(N, 2)`` float32 ``[steer, accel]`` in [-1, 1].
+        """
+        cfg = self.config
+        active = self._advance_events()
+        on = {name: active[:, i] for i, name in enumerate(EVENTS)}
+        size = {name: self.event_mag[:, i] for i, name in enumerate(EVENTS)}
+        noise = self._noise_step()
+        dtype = sample.s.dtype
+        x, y, yaw = (t.to(dtype) for t in (ego.x, ego.y, ego.yaw))
+        v = ego.v_long.to(dtype).clamp(min=0.0)
+        # lateral: pure pursuit + yaw-rate correction
+        look = (cfg.lookahead_s * v).clamp(cfg.lookahead_min_m, cfg.lookahead_max_m)
+        ahead = road.path_at(sample.s + look)
+        dx, dy = ahead.x - x, ahead.y - y
+        c, s = torch.cos(yaw), torch.sin(yaw)
+        lx, ly = dx * c + dy * s, -dx * s + dy * c
+        kappa = 2.0 * ly / (lx.square() + ly.square()).clamp(min=1.0)
+        delta = torch.atan(cfg.wheelbase_m * kappa)
+        delta = delta + cfg.yaw_rate_gain * (v * kappa - ego.yaw_rate.to(dtype))
+        delta_path = torch.atan(cfg.wheelbase_m * road.path_at(sample.s + 0.5 * look).curvature)
+        margin = cfg.steer_margin_rad
+        delta = torch.minimum(torch.maximum(delta, delta_path - margin), delta_path + margin)
+        steer = -delta / cfg.max_steer_rad
+        steer = (
+            steer
+            + noise[:, 0]
+            + torch.where(on["steer_pulse"], self.event_sign * size["steer_pulse"], 0.0)
+        )
+        # longitudinal: PI on the previewed, perturbed target speed
+        s_target = (
+            sample.s
+            + cfg.preview_s * v
+            - torch.where(on["late_braking"], size["late_braking"], 0.0)
+        )
+        v_ref = road.target_speed_at(s_target) * self.speed_scale
+        v_ref = v_ref * torch.where(on["overspeed"], size["overspeed"], 1.0)
+        err = v_ref - v
+        if cfg.ki_speed > 0:
+            limit = cfg.integral_limit / cfg.ki_speed
+            self.integral = (self.integral + err.float() * self.dt).clamp(-limit, limit)
+        accel = cfg.kp_speed * err + cfg.ki_speed * self.integral + noise[:, 1]
+        mu = sample.mu.mean(-1)
+        demand = torch.maximum(
+            (v * ego.yaw_rate.to(dtype)).abs(), v.square() * sample.curvature.abs()
+        )
+        lateral = demand / (GRAVITY * mu.clamp(min=0.05))
+        room = (1.0 - lateral.clamp(max=1.0).square()).sqrt()
+        grip = cfg.throttle_grip_share * mu * cfg.front_load_n * room
+        full = torch.minimum(torch.full_like(v, cfg.max_drive_force_n),
+                             cfg.max_power_w / v.clamp(min=1.0))  # fmt: skip
+        throttle_max = (grip / full).clamp(cfg.throttle_floor, 1.0)
+        brake_max = (cfg.brake_mu_gain * mu).clamp(cfg.brake_floor, 1.0)
+        accel = torch.maximum(torch.minimum(accel, throttle_max), -brake_max)
+        accel = torch.where(
+            on["throttle_lift"], torch.minimum(accel, -size["throttle_lift"]), accel
+        )
+        accel = torch.where(
+            on["throttle_burst"], torch.maximum(accel, size["throttle_burst"]), accel
+        )
+        accel = torch.where(on["hard_brake"], -size["hard_brake"], accel)
+        return torch.stack([steer, accel], dim=-1).clamp(-1.0, 1.0).float()
