@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_s3.errors import ConfigError
+from policies.lap_options import add_lap_options, csv_list
 
 
 def register(subparsers: Any) -> None:
@@ -239,55 +240,6 @@ def _register_evaluate(subparsers: Any) -> None:
     p.set_defaults(func=_run_evaluate)
 
 
-def add_lap_options(p: Any, *, surfaces: str, ice_patches: str) -> None:
-    """The options that choose the laps (shared by ``s3 evaluate`` and ``s3 gap``)."""
-    p.add_argument(
-        "--backend",
-        default=None,
-        help="S3Distilled-v0 dynamics backend (bicycle, ddm, trans, dytr) "
-        "(default: the backend the policy was trained in)",
-    )
-    p.add_argument(
-        "--dynamics-checkpoint",
-        default=None,
-        help="dynamics checkpoint of --backend (default: the shipped one)",
-    )
-    p.add_argument("--surfaces", default=surfaces, help="comma-separated base surfaces of the laps")
-    p.add_argument(
-        "--ice-patches",
-        default=ice_patches,
-        help="comma-separated numbers of ice patches on the lap [count]",
-    )
-    p.add_argument(
-        "--track",
-        default="putnam",
-        help="track of the laps (putnam, procedural:<seed>, town:<seed>, file:<csv>)",
-    )
-    p.add_argument("--seed", type=int, default=0, help="episode and ice-patch placement seed")
-    p.add_argument(
-        "--max-steps",
-        type=int,
-        default=None,
-        help="cap on steps per lap [steps of 50 ms] (default: a full lap)",
-    )
-    p.add_argument(
-        "--time-limit",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="lap time limit [s] (default: twice the reference lap time of the friction-aware "
-        "target speeds on each surface layout, e.g. about 236 s on dry Putnam, 644 s on ice)",
-    )
-
-
-def _csv(text: str, kind: type) -> list:
-    """Parse a comma-separated option into ``kind`` values."""
-    try:
-        return [kind(x.strip()) for x in text.split(",") if x.strip()]
-    except ValueError as exc:
-        raise ConfigError(f"could not parse '{text}' as a comma-separated list: {exc}") from exc
-
-
 def _run_evaluate(args: argparse.Namespace) -> int:
     """``s3 evaluate``."""
     from gym_s3.scenarios import LABELS, label_mask
@@ -296,7 +248,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from policies.evaluate_distilled import evaluate_distilled_laps, evaluate_labels
     from policies.report import write_evaluation
 
-    labels = list(LABELS) if args.labels.strip() == "all" else _csv(args.labels, str)
+    labels = list(LABELS) if args.labels.strip() == "all" else csv_list(args.labels, str)
     label_mask(labels)  # unknown labels fail before any lap is driven
     if args.no_laps and not labels:
         raise ConfigError("--no-laps leaves nothing to evaluate; pass --labels too")
@@ -309,8 +261,9 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         raise ConfigError(f"--episodes must be >= 1, got {args.episodes}")
     policy = load_policy(args.policy)
     backend = args.backend or policy.backend
-    lap_kw = dict(surfaces=_csv(args.surfaces, str), ice_patches=_csv(args.ice_patches, int),
-                  track=args.track, seed=args.seed, render_every=args.gif_every,
+    lap_kw = dict(surfaces=csv_list(args.surfaces, str),
+                  ice_patches=csv_list(args.ice_patches, int), track=args.track,
+                  seed=args.seed, render_every=args.gif_every,
                   max_steps=args.max_steps, time_limit_s=args.time_limit,
                   expert=not args.no_expert)  # fmt: skip
     results = []

@@ -253,7 +253,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("policy", type=Path, help="policy checkpoint (.json sidecar or stem)")
-    from policies.cli import add_lap_options
+    from policies.lap_options import add_lap_options
 
     add_lap_options(p, surfaces="asphalt,snow,ice", ice_patches="0,6")
     p.add_argument(
@@ -269,13 +269,13 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from policies.checkpoint import load_policy
-    from policies.cli import _csv
+    from policies.lap_options import csv_list
 
     policy = load_policy(args.policy)
     sim = {"host": args.host, "port": args.port} if args.beamng else {}
     report, pairs = measure_gap(
-        policy, track=args.track, surfaces=_csv(args.surfaces, str),
-        ice_patches=_csv(args.ice_patches, int), seed=args.seed, backend=args.backend,
+        policy, track=args.track, surfaces=csv_list(args.surfaces, str),
+        ice_patches=csv_list(args.ice_patches, int), seed=args.seed, backend=args.backend,
         checkpoint=args.dynamics_checkpoint, max_steps=args.max_steps,
         time_limit_s=args.time_limit, standin=not args.beamng, **sim,
     )  # fmt: skip

@@ -54,6 +54,7 @@ from gym_s3.spec import (
     single_action_space,
     single_observation_space,
 )
+from gym_s3.task import TrackingTask
 from gym_s3.tracks.path import ReferencePath
 from gym_s3.tracks.surfaces import SurfaceLayout
 
@@ -137,6 +138,11 @@ class S3DistilledEnv(gym.Env):
     def ego(self) -> EgoState:
         """The car's state (pose and body velocities) after the last reset or step."""
         return self.core.state.ego()
+
+    @property
+    def task(self) -> TrackingTask:
+        """The car's tracking task (reference, target speeds, friction, episode ends)."""
+        return self.core.task
 
     @property
     def reference(self) -> ReferencePath:

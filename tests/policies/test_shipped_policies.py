@@ -51,7 +51,7 @@ def test_shipped_ddm_policy_completes_a_putnam_lap_in_the_standin(ice_patches):
     from policies.evaluate import evaluate_beamng
 
     (res,) = evaluate_beamng(load_policy(shipped_policy("ddm")), surfaces=("asphalt",),
-                             ice_patches=(ice_patches,), progress=False)  # fmt: skip
+                             ice_patches=(ice_patches,), progress=False, expert=False)  # fmt: skip
     assert res.terminated_by == "completed", res.terminated_by
     assert res.metrics["off_track_steps"] == 0
     assert res.metrics["cte_mean"] <= 0.5

@@ -51,3 +51,24 @@ def test_the_scan_sees_a_cycle(tmp_path) -> None:
     modules = module_files(tmp_path, ("pkg",))
     assert cycles(import_graph(modules)) == []
     assert cycles(import_graph(modules, lazy=True)) == [["pkg.a", "pkg.b"]]
+
+
+#: Which top-level package may import which: the library imports no application, and the two
+#: applications do not import each other (architecture.md, "Layout").
+ALLOWED_LAYERS: dict[str, frozenset[str]] = {
+    "gym_s3": frozenset({"gym_s3"}),
+    "policies": frozenset({"gym_s3", "policies"}),
+    "wheel_collector": frozenset({"gym_s3", "wheel_collector"}),
+}
+
+
+def test_imports_point_from_the_applications_to_the_library_only() -> None:
+    """No edge (eager, lazy or type-only) from the library up, or between the applications."""
+    graph = import_graph(module_files(), lazy=True, type_only=True)
+    wrong = sorted(
+        (a, b)
+        for a, targets in graph.items()
+        for b in targets
+        if b.partition(".")[0] not in ALLOWED_LAYERS[a.partition(".")[0]]
+    )
+    assert wrong == []
