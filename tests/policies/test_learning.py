@@ -25,7 +25,7 @@ from policies.checkpoint import load_policy  # noqa: E402
 from policies.config import preset  # noqa: E402
 from policies.evaluate_distilled import evaluate_distilled  # noqa: E402
 from policies.ppo import build_modules  # noqa: E402
-from tests.torch_helpers import one_torch_thread  # noqa: E402
+from torch_helpers import one_torch_thread  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
