@@ -142,7 +142,7 @@ def test_episode_stats_report_each_finished_episode(small_kwargs):
     assert not td["episode_stats"].any()  # nothing ended yet
     col = {name: i for i, name in enumerate(EPISODE_FIELDS)}
     seen_done = 0
-    for step in range(1, 6):
+    for _ in range(5):
         action = torch.tensor([[1.0, 1.0], [-1.0, 1.0], [0.0, 0.0], [0.0, -1.0]])
         out = env.step(td.set("action", action))["next"]
         info = env.core.task.stats.summary()

@@ -20,12 +20,13 @@ import torch
 
 pytest.importorskip("torchrl")
 
+from torch_helpers import one_torch_thread  # noqa: E402
+
 from gym_s3.cli import main  # noqa: E402
 from policies.checkpoint import load_policy  # noqa: E402
 from policies.config import preset  # noqa: E402
 from policies.evaluate_distilled import evaluate_distilled  # noqa: E402
 from policies.ppo import build_modules  # noqa: E402
-from torch_helpers import one_torch_thread  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 

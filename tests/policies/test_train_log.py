@@ -11,11 +11,11 @@ import torch
 pytest.importorskip("torchrl")
 
 from tensordict import TensorDict  # noqa: E402
+from torch_helpers import one_torch_thread  # noqa: E402
 
 from gym_s3.adapters.torchrl import EPISODE_FIELDS  # noqa: E402
 from gym_s3.cli import main  # noqa: E402
 from policies.train_log import episode_row  # noqa: E402
-from torch_helpers import one_torch_thread  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
