@@ -105,6 +105,12 @@ class PPOConfig:
             raise ConfigError(f"logger must be 'csv' or 'tensorboard', got {self.logger!r}")
         if self.eval_every and not self.eval_tracks:
             raise ConfigError("eval_every > 0 needs at least one held-out track in eval_tracks")
+        if self.eval_every and set(self.eval_tracks) & set(self.tracks):
+            raise ConfigError(
+                f"eval_tracks must be held out from training, but "
+                f"{sorted(set(self.eval_tracks) & set(self.tracks))} are also in tracks; "
+                "choose other eval_tracks (e.g. procedural:<seed> with an unused seed)"
+            )
         if self.time_budget_s is not None and not self.time_budget_s > 0:
             raise ConfigError(f"time_budget_s must be positive, got {self.time_budget_s}")
 

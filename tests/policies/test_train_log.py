@@ -86,3 +86,13 @@ def test_tensorboard_log_has_the_same_scalars(tmp_path):
     tags = set(acc.Tags()["scalars"])
     assert {"episode/cte_mean", "episode/end_time_limit", "eval/cte_mean", "reward_mean"} <= tags
     assert len(acc.Scalars("episode/cte_mean")) == 2
+
+
+def test_eval_tracks_must_be_held_out():
+    """A quick evaluation on a training track is refused with the overlap named."""
+    from gym_s3.errors import ConfigError
+    from policies.config import preset
+
+    with pytest.raises(ConfigError, match=r"held out.*putnam"):
+        preset("tiny", eval_tracks=("putnam",))
+    assert preset("tiny", eval_tracks=("putnam",), eval_every=0).eval_every == 0
