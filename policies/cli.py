@@ -67,7 +67,9 @@ def _register_train(subparsers: Any) -> None:
         "friction_noise": "per-episode friction scale U(1-x, 1+x) the car feels [-]",
         "obs_noise": "observation noise std as a share of each feature's half range [-]",
         "action_delay": "longest per-episode actuator delay U{0..x} [steps of 50 ms]",
-        "eval_every": "quick evaluation every N iterations (0: never)",
+        "eval_every": "every N iterations, evaluate the policy on held-out tracks (preset "
+        "eval_tracks) and log eval/<metric> (0: never)",
+        "eval_episodes": "episodes of each quick evaluation (one per car) [count]",
         "checkpoint_every": "checkpoint every N iterations (0: only the final one)",
         "seed": "random seed",
         "device": "torch device (cpu, cuda)",
@@ -138,6 +140,7 @@ def _run_train(args: argparse.Namespace) -> int:
     from gym_s3 import distributed
     from policies.config import preset
     from policies.ppo import train
+    from policies.train_log import quick_evaluator
 
     overrides = {k: v for k, v in vars(args).items()
                  if k in preset(args.preset).__dataclass_fields__ and v is not None}  # fmt: skip
@@ -146,7 +149,8 @@ def _run_train(args: argparse.Namespace) -> int:
     config = preset(args.preset, **overrides)
     _claim_out(args.out, overwrite=args.overwrite)
     with distributed.launch(config.device, timeout_s=args.dist_timeout) as ctx:
-        result = train(config, args.out, progress=not args.no_progress)
+        quick_eval = quick_evaluator(config) if config.eval_every and ctx.is_main else None
+        result = train(config, args.out, progress=not args.no_progress, quick_eval=quick_eval)
         if not ctx.is_main:
             return 0
     print(f"policy: {result.checkpoint}")

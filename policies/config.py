@@ -63,7 +63,10 @@ class PPOConfig:
         scenarios: label filter of the scenario pool (empty: all).
         logs: driving logs (dataset folders or episode files) whose expert trajectories join the
             scenario pool (:mod:`gym_s3.scenarios.expert`).
-        eval_every: quick evaluation every this many iterations (0: never).
+        eval_every: quick evaluation on ``eval_tracks`` every this many iterations, logged as
+            ``eval/<metric>`` (0: never; see :func:`policies.train_log.quick_evaluator`).
+        eval_tracks: held-out tracks of the quick evaluation (not among ``tracks``).
+        eval_episodes: episodes of each quick evaluation (one per car, run as one batch).
         checkpoint_every: checkpoint every this many iterations (0: only at the end).
         seed: seed of the env, the networks and the sampling.
         device: torch device (``cpu``, ``cuda``).
@@ -101,6 +104,8 @@ class PPOConfig:
     scenarios: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
     eval_every: int = 10
+    eval_tracks: tuple[str, ...] = ("procedural:100",)
+    eval_episodes: int = 64
     checkpoint_every: int = 20
     seed: int = 0
     device: str = "cpu"
@@ -108,7 +113,7 @@ class PPOConfig:
 
     def __post_init__(self) -> None:
         positive = ("num_envs", "rollout_steps", "total_frames", "epochs", "minibatch_size",
-                    "max_episode_steps", "layouts_per_track")  # fmt: skip
+                    "max_episode_steps", "layouts_per_track", "eval_episodes")  # fmt: skip
         for name in positive:
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -135,6 +140,14 @@ class PPOConfig:
             raise ConfigError(
                 f"start_from_rest must be in [0, 1] and friction_noise in [0, 1), got "
                 f"{self.start_from_rest}, {self.friction_noise}"
+            )
+        if self.eval_every and not self.eval_tracks:
+            raise ConfigError("eval_every > 0 needs at least one held-out track in eval_tracks")
+        if self.eval_every and set(self.eval_tracks) & set(self.tracks):
+            raise ConfigError(
+                f"eval_tracks must be held out from training, but "
+                f"{sorted(set(self.eval_tracks) & set(self.tracks))} are also in tracks; "
+                "choose other eval_tracks (e.g. procedural:<seed> with an unused seed)"
             )
         if self.time_budget_s is not None and not self.time_budget_s > 0:
             raise ConfigError(f"time_budget_s must be positive, got {self.time_budget_s}")

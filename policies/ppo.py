@@ -38,6 +38,7 @@ from gym_s3.spec import observation_size
 from policies.checkpoint import save_policy
 from policies.config import PPOConfig, config_to_dict
 from policies.networks import ActorNet, CriticNet, RunningNorm
+from policies.train_log import describe, log_row, make_logger
 
 
 @dataclass
@@ -177,18 +178,6 @@ def minibatch_loss(loss_fn, minibatch, ctx: DistContext | None = None):
     return loss_fn(minibatch)
 
 
-def _logger(config: PPOConfig, out_dir: Path):
-    """The CSV or TensorBoard logger of the run (under ``<out_dir>/logs``)."""
-    from torchrl.record.loggers import CSVLogger
-
-    if config.logger == "tensorboard":
-        require("tensorboard", purpose="TensorBoard logging (--logger tensorboard)")
-        from torchrl.record.loggers import TensorboardLogger
-
-        return TensorboardLogger(exp_name="ppo", log_dir=str(out_dir / "logs"))
-    return CSVLogger(exp_name="ppo", log_dir=str(out_dir / "logs"))
-
-
 def train(
     config: PPOConfig,
     out_dir: str | Path,
@@ -205,8 +194,8 @@ def train(
             ``train_summary.json`` (written by rank 0 only).
         progress: show a progress bar (rank 0 only).
         quick_eval: optional ``callable(actor_net) -> dict[str, float]`` run every
-            ``config.eval_every`` iterations on rank 0 (see
-            :func:`policies.evaluate_distilled.evaluate_distilled`).
+            ``config.eval_every`` iterations on rank 0 and logged as ``eval/<key>`` (``s3
+            train`` passes :func:`policies.train_log.quick_evaluator`).
         dist_timeout_s: collective timeout under torchrun [s] (default: ``$S3_DIST_TIMEOUT_S``
             or 300 s).
 
@@ -255,7 +244,7 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
                     average_gae=False)  # fmt: skip
     loss_fn = build_loss(config, actor_net, critic_net, actor, critic, ctx)
     optim = torch.optim.Adam(loss_fn.parameters(), lr=config.lr, eps=1e-5)
-    logger = _logger(config, out) if main else None
+    logger = make_logger(config, out) if main else None
     n_iters = math.ceil(rank_frames / local.frames_per_batch)
     bar = progress_bar(enabled=progress and main)
     bar.start()
@@ -282,7 +271,7 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
                     group["lr"] = config.lr * max(0.0, 1.0 - done_frac)
             stats = _update(config, data, advantage, loss_fn, optim, ctx)
             update_norm(actor_net.norm, data["observation"], ctx)
-            row = _log_row(data, stats, frames, t_start, ctx)
+            row = log_row(data, stats, frames, t_start, ctx)
             eval_now = bool(config.eval_every) and iteration % config.eval_every == 0
             if main and quick_eval is not None and eval_now:
                 row.update({f"eval/{k}": v for k, v in quick_eval(actor_net).items()})
@@ -293,7 +282,7 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
             if main and config.checkpoint_every and iteration % config.checkpoint_every == 0:
                 save_policy(out / f"policy_iter{iteration:04d}", actor_net, backend=config.backend,
                             obs_mode=config.obs_mode, training=training)  # fmt: skip
-            bar.update(bar_task, advance=1, description=_describe(row))
+            bar.update(bar_task, advance=1, description=describe(row))
             elapsed = time.perf_counter() - t_start
             if config.time_budget_s is not None and distributed.agree(
                 elapsed > config.time_budget_s, ctx
@@ -369,50 +358,3 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim,
                 sums[key] += float(losses[key].detach())
             steps += 1
     return {k: v / max(steps, 1) for k, v in sums.items()}
-
-
-def _log_row(data, stats: dict[str, float], frames: int, t_start: float,
-             ctx: DistContext | None = None) -> dict[str, float]:  # fmt: skip
-    """Scalars of one iteration: losses, reward, episode ends and throughput.
-
-    Under torchrun the means are over every rank's batch and ``frames``/``fps`` count the job.
-    """
-    nxt = data["next"]
-    done = nxt["done"]
-    row = {
-        "frames": float(frames),
-        "reward_mean": float(nxt["reward"].mean()),
-        "done_rate": float(done.float().mean()),
-        "terminated_rate": float(nxt["terminated"].float().mean()),
-        "fps": frames / (time.perf_counter() - t_start),
-        **stats,
-    }
-    for key in _EPISODE_KEYS:
-        if key in nxt.keys():
-            vals = nxt[key][done.squeeze(-1)]
-            if vals.numel():
-                row[key] = float(vals.float().mean())
-    if ctx is not None and ctx.enabled:
-        row = _job_row(nxt, row, ctx)
-    return row
-
-
-def _job_row(nxt, row: dict[str, float], ctx: DistContext) -> dict[str, float]:
-    """``row`` with its means taken over every rank (episode means weighted by episode ends)."""
-    ends = float(nxt["done"].sum())
-    local = {k: (v, 1.0) for k, v in row.items() if k not in ("frames", "fps", *_EPISODE_KEYS)}
-    for key in _EPISODE_KEYS:
-        if key in nxt.keys():
-            local[key] = (row.get(key, 0.0), ends if key in row else 0.0)
-    out = {**row, **distributed.weighted_means(local, ctx)}
-    out["effective_batch"] = float(ctx.world_size * nxt.numel())
-    return out
-
-
-#: Per-episode values the env reports when a car's episode ends.
-_EPISODE_KEYS = ("episode_cte_mean", "episode_progress", "episode_completion")
-
-
-def _describe(row: dict[str, float]) -> str:
-    """Progress-bar text of a log row."""
-    return f"PPO r={row['reward_mean']:+.3f} fps={row['fps']:.0f}"

@@ -84,8 +84,11 @@ def get_environment_paths(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
 
 
 def quit_(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
-    """``Quit``: acknowledge; the server only exits when started with ``exit_on_quit``."""
-    ctx.server.request_quit()
+    """``Quit``: acknowledge; the server only exits when started with ``exit_on_quit``.
+
+    It then stops after this reply has been sent (:meth:`StandInServer.request_quit`).
+    """
+    ctx.server.request_quit(ctx.conn)
     return {"type": "Quit"}
 
 

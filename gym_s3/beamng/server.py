@@ -152,6 +152,8 @@ class StandInServer:
         self._connections: dict[int, Connection] = {}
         self._stopped = threading.Event()
         self._started = False
+        #: connections whose ``Quit`` stops the server once it is acknowledged
+        self._quit_after_reply: set[int] = set()
 
     # ----------------------------------------------------------------------------- lifecycle
     @property
@@ -262,11 +264,16 @@ class StandInServer:
         """Whether connection ``cid`` is still open."""
         return cid in self._connections
 
-    def request_quit(self) -> None:
-        """Handle ``Quit``: stop serving if ``exit_on_quit``, else only log it."""
+    def request_quit(self, conn: Connection) -> None:
+        """Handle ``Quit`` on ``conn``: with ``exit_on_quit``, stop once its reply is sent.
+
+        The acknowledgement goes out first (see :meth:`_serve`), so the client never sees the
+        connection close before its ``Quit`` is answered; otherwise only log it.
+        """
         if self.exit_on_quit:
             LOGGER.info("%s: Quit received, shutting down", SERVER_NAME)
-            threading.Thread(target=self.stop, name="standin-quit", daemon=True).start()
+            with self.lock:
+                self._quit_after_reply.add(conn.cid)
         else:
             LOGGER.info("%s: Quit received; still serving (exit_on_quit=False)", SERVER_NAME)
 
@@ -330,15 +337,24 @@ class StandInServer:
                 if message is None:
                     break
                 reply = self._dispatch(conn, message)
-                if reply is not None:
-                    try:
-                        conn.sock.sendall(self._encode_reply(conn, message, reply))
-                    except OSError:
-                        break
+                sent = reply is None or self._send(conn, message, reply)
+                if conn.cid in self._quit_after_reply:  # Quit: acknowledged first, then stop
+                    self.stop()
+                    break
+                if not sent:
+                    break
         finally:
             shutdown_socket(conn.sock)
             conn.sock.close()
             self._unregister(conn)
+
+    def _send(self, conn: Connection, message: dict[str, Any], reply: dict[str, Any]) -> bool:
+        """Send the reply to ``message``; ``False`` if the connection is gone."""
+        try:
+            conn.sock.sendall(self._encode_reply(conn, message, reply))
+        except OSError:
+            return False
+        return True
 
     def _unregister(self, conn: Connection) -> None:
         with self.lock:

@@ -40,6 +40,8 @@ class LabelThresholds:
         mu_transition: friction change within the window for ``friction_transition`` [-].
         straight_curvature: curvature below which the path counts as straight [1/m].
         straight_accel: longitudinal acceleration magnitude of ``straight_cruising`` [m/s^2].
+        cruise_speed: speed the car must exceed through a ``straight_cruising`` window [m/s]
+            (a parked or creeping car is not cruising).
     """
 
     hard_brake_decel: float = 4.0
@@ -50,6 +52,7 @@ class LabelThresholds:
     mu_transition: float = 0.2
     straight_curvature: float = 1.0 / 400.0
     straight_accel: float = 1.0
+    cruise_speed: float = 5.0
 
 
 def label_mask(names: Iterable[str]) -> int:
@@ -119,7 +122,8 @@ def label_windows(
         "low_friction": mu_mean < th.low_mu,
         "friction_transition": (vmax(mu) - vmin(mu)) > th.mu_transition,
         "straight_cruising": (vmax(kappa) < th.straight_curvature)
-        & (vmax(accel.abs()) < th.straight_accel),
+        & (vmax(accel.abs()) < th.straight_accel)
+        & (vmin(speed) > th.cruise_speed),
     }
     mask = torch.zeros_like(mu_mean, dtype=torch.int64)
     for i, name in enumerate(LABELS):

@@ -126,3 +126,34 @@ def test_a_few_ppo_updates(small_kwargs, route):
     assert data["next", "truncated"].any()  # the time limit was hit inside the run
     after = list(loss_fn.parameters())
     assert all(not torch.equal(a, b.detach()) for a, b in zip(before, after, strict=True))
+
+
+def test_episode_stats_report_each_finished_episode(small_kwargs):
+    """``episode_stats`` carries the task's episode summary and end reason where a car is done.
+
+    The cars steer hard left, hard right, straight, and brake, with a 5-step time limit: every
+    car that is done either terminated with exactly one reported reason or timed out.
+    """
+    from gym_s3.adapters.torchrl import END_FLAGS, EPISODE_FIELDS
+
+    env = S3DistilledTorchRLEnv(num_envs=4, max_episode_steps=5, seed=3, **small_kwargs)
+    td = env.reset()
+    assert td["episode_stats"].shape == (4, len(EPISODE_FIELDS))
+    assert not td["episode_stats"].any()  # nothing ended yet
+    col = {name: i for i, name in enumerate(EPISODE_FIELDS)}
+    seen_done = 0
+    for _ in range(5):
+        action = torch.tensor([[1.0, 1.0], [-1.0, 1.0], [0.0, 0.0], [0.0, -1.0]])
+        out = env.step(td.set("action", action))["next"]
+        info = env.core.task.stats.summary()
+        done = out["done"][:, 0]
+        stats = out["episode_stats"]
+        assert torch.allclose(stats[:, col["steps"]], info["steps"].float())
+        assert torch.allclose(stats[:, col["cte_mean"]], info["cte_mean"].float())
+        reasons = stats[:, [col[r] for r in END_FLAGS]]
+        ended = reasons.any(-1) | out["truncated"][:, 0]
+        assert torch.equal(ended, done)  # every end has exactly one reported cause
+        assert torch.equal(reasons.any(-1), out["terminated"][:, 0])
+        seen_done += int(done.sum())
+        td = out
+    assert seen_done >= 4  # every car finished by step 5
