@@ -52,7 +52,7 @@ def test_shipped_ddm_policy_drives_off_in_the_standin():
 
     policy = load_policy(shipped_policy("ddm"))
     (res,) = evaluate_beamng(policy, surfaces=("asphalt",), ice_patches=(0,), max_steps=120,
-                             fast=False, progress=False)  # fmt: skip
+                             fast=False, progress=False, expert=False)  # fmt: skip
     assert res.metrics["steps"] == 120, res.terminated_by
     assert res.metrics["off_track_steps"] == 0
     assert res.metrics["cte_mean"] <= 0.5
