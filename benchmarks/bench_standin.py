@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import torch
 
-from gym_s3.beamng.config import WorldConfig
 from gym_s3.beamng.frames import yaw_to_quat
-from gym_s3.beamng.server import StandInServer
+from gym_s3.beamng.standin.config import WorldConfig
+from gym_s3.beamng.standin.server import StandInServer
 from gym_s3.tracks.surfaces import SurfaceLayout
 from gym_s3.vehicle import VehicleModel
 

@@ -25,7 +25,7 @@ from gym_s3.interrupts import interrupt_exit_code, stop_signals_interrupt
 #: belong to the applications and are optional (see :data:`APPLICATIONS`)
 COMMAND_MODULES: tuple[str, ...] = (
     "gym_s3.tracks.cli",
-    "gym_s3.beamng.cli",
+    "gym_s3.beamng.standin.cli",
     "wheel_collector.cli",
     "gym_s3.data.cli",
     "gym_s3.distill.cli",

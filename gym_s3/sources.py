@@ -30,7 +30,7 @@ from gym_s3.task_types import StartPose
 from gym_s3.tracks.surfaces import SurfaceBatch
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gym_s3.beamng.link import Measurement, SimLink
+    from gym_s3.beamng.client.link import Measurement, SimLink
     from gym_s3.dynamics import BackendState, DynamicsBackend
     from gym_s3.vehicle import VehicleModel, VehicleState
 
@@ -160,7 +160,7 @@ class SimLinkCars:
     """One car in BeamNG.tech or the open stand-in, through the real beamngpy client (N = 1).
 
     Args:
-        link: an open :class:`~gym_s3.beamng.link.SimLink`.
+        link: an open :class:`~gym_s3.beamng.client.link.SimLink`.
 
     Attributes:
         measurement: the latest sensor reading (``None`` before the first placement or step).

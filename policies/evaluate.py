@@ -235,8 +235,8 @@ def simulator(standin: bool, fast: bool, **options: Any) -> Iterator[tuple[str, 
                 launched.quit_on_close = launched.process is not None  # only what it started
                 launched.close() if launched.quit_on_close else launched.disconnect()
         return
-    from gym_s3.beamng.config import WorldConfig
-    from gym_s3.beamng.server import StandInServer
+    from gym_s3.beamng.standin.config import WorldConfig
+    from gym_s3.beamng.standin.server import StandInServer
 
     world = WorldConfig(dtype="float32", compile=True) if fast else WorldConfig()
     server = StandInServer(port=0, world_config=world)
@@ -284,7 +284,7 @@ def evaluate_beamng(
         expert: also drive every lap with the scripted expert.
         **sim_options: BeamNG.tech connection (``host``, ``port``, ``home``, ``launch``,
             ``level``, ``vehicle_model``, ``socket_timeout``; see
-            :class:`gym_s3.beamng.link.BeamNGConfig`), when ``standin`` is False.
+            :class:`gym_s3.beamng.client.link.BeamNGConfig`), when ``standin`` is False.
     """
     import gymnasium as gym
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gym_s3.beamng.link import Measurement
+from gym_s3.beamng.client.link import Measurement
 from gym_s3.data.dataset import DrivingDataset
 from gym_s3.data.generate_config import GenerateConfig
 from gym_s3.envs.config import DistilledConfig, ScenarioConfig

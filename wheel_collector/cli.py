@@ -184,7 +184,7 @@ def run_collect(args: argparse.Namespace) -> int:
     """Run a collection session with the parsed options."""
     import torch
 
-    from gym_s3.beamng.link import BeamNGConfig
+    from gym_s3.beamng.client.link import BeamNGConfig
     from wheel_collector.session import CollectionSession, SessionConfig
 
     if args.threads < 1:

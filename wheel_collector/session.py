@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from gym_s3.beamng.link import BeamNGConfig, Measurement, SimLink
+from gym_s3.beamng.client.link import BeamNGConfig, Measurement, SimLink
 from gym_s3.data.recorder import EpisodeRecorder
 from gym_s3.data.schema import EpisodeMeta, layout_to_dict
 from gym_s3.errors import ConfigError

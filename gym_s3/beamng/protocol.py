@@ -190,7 +190,8 @@ def read_frame(
         stall_timeout: once a frame has begun, the longest time the WHOLE frame may take to
             arrive [s] (a client trickling one byte at a time is cut off too); ``None`` waits
             forever. Between frames the wait is never bounded (clients idle at will).
-        budget: a shared :class:`~gym_s3.beamng.sockets.ByteBudget`; the body's announced length
+        budget: a shared :class:`~gym_s3.beamng.standin.sockets.ByteBudget`; the body's
+            announced length
             is reserved from it while the body is received (refused when over its cap).
 
     Returns:

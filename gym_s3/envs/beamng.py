@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from gymnasium.error import ResetNeeded
 
-from gym_s3.beamng.link import BeamNGConfig, SimLink, ground_model_updates
+from gym_s3.beamng.client.link import BeamNGConfig, SimLink, ground_model_updates
 from gym_s3.beamng.lua import render_ground_models_lua
 from gym_s3.errors import ActionError, ConfigError
 from gym_s3.observations import EgoState
@@ -212,7 +212,8 @@ class S3BeamNGEnv(gym.Env):
         """``"S3BeamNG-v0 (<simulator>)"``, the simulator as it named itself when connecting.
 
         ``"open stand-in"`` or ``"BeamNG.tech"`` from the server's greeting
-        (:func:`gym_s3.beamng.link.identify_simulator`), never from the ``standin`` flag; just
+        (:func:`gym_s3.beamng.client.link.identify_simulator`), never from the ``standin`` flag;
+        just
         ``"S3BeamNG-v0"`` before the first reset.
         """
         who = self._link.simulator if self._link is not None else None

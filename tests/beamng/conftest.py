@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from standin_support import FAST_WORLD, SOCKET_TIMEOUT_S
 
-from gym_s3.beamng.server import StandInServer
+from gym_s3.beamng.standin.server import StandInServer
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gym_s3.beamng.config import WorldConfig
 from gym_s3.beamng.frames import yaw_to_quat
+from gym_s3.beamng.standin.config import WorldConfig
 
 #: world settings of the tests (see the module docstring)
 FAST_WORLD = WorldConfig(steps_per_second=20, physics_rate_hz=200.0)

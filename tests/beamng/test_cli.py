@@ -8,8 +8,8 @@ import socket
 
 import pytest
 
-from gym_s3.beamng import cli
-from gym_s3.beamng.server import StandInServer
+from gym_s3.beamng.standin import cli
+from gym_s3.beamng.standin.server import StandInServer
 from gym_s3.errors import ConfigError
 
 
@@ -60,12 +60,12 @@ def test_bad_physics_option_is_a_clear_error(capsys: pytest.CaptureFixture[str])
 
 def test_non_loopback_bind_warns(caplog: pytest.LogCaptureFixture) -> None:
     """Binding a non-loopback address is possible only when asked, and is warned about."""
-    with caplog.at_level(logging.WARNING, logger="gym_s3.beamng.server"):
+    with caplog.at_level(logging.WARNING, logger="gym_s3.beamng.standin.server"):
         with StandInServer("0.0.0.0", 0):
             pass
     assert any("unauthenticated" in r.getMessage() for r in caplog.records)
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="gym_s3.beamng.server"):
+    with caplog.at_level(logging.WARNING, logger="gym_s3.beamng.standin.server"):
         with StandInServer():
             pass
     assert not caplog.records

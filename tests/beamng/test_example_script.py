@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from standin_support import FAST_WORLD, SOCKET_TIMEOUT_S, make_scenario, speed
 
-from gym_s3.beamng.server import StandInServer
+from gym_s3.beamng.standin.server import StandInServer
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -8,8 +8,8 @@ pytest.importorskip("beamngpy")
 
 from standin_support import FAST_WORLD  # noqa: E402
 
-from gym_s3.beamng.link import BeamNGConfig, SimLink  # noqa: E402
-from gym_s3.beamng.server import StandInServer  # noqa: E402
+from gym_s3.beamng.client.link import BeamNGConfig, SimLink  # noqa: E402
+from gym_s3.beamng.standin.server import StandInServer  # noqa: E402
 from gym_s3.tracks.surfaces import SurfaceLayout  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)

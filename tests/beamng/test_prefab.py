@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from gym_s3.beamng.frames import wrap_angle, yaw_to_quat
-from gym_s3.beamng.ground import Cube, GroundModel, default_ground_models, surface_layout
-from gym_s3.beamng.prefab import PrefabError, parse_prefab
+from gym_s3.beamng.standin.ground import Cube, GroundModel, default_ground_models, surface_layout
+from gym_s3.beamng.standin.prefab import PrefabError, parse_prefab
 
 
 def test_prefab_from_beamngpy_scenario(bngpy: Any) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from standin_support import FAST_WORLD
 
-from gym_s3.beamng.server import StandInServer
+from gym_s3.beamng.standin.server import StandInServer
 
 #: How long the reply to ``Quit`` is held back [s] (the old order's stop took ~1 ms).
 REPLY_DELAY_S = 0.3

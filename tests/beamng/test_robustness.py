@@ -18,7 +18,7 @@ import pytest
 from standin_support import FAST_WORLD, SOCKET_TIMEOUT_S, make_scenario, speed
 
 from gym_s3.beamng.protocol import encode_frame
-from gym_s3.beamng.server import StandInServer, StrictModeError
+from gym_s3.beamng.standin.server import StandInServer, StrictModeError
 
 pytestmark = pytest.mark.timeout(60)
 REPO = Path(__file__).resolve().parents[2]
@@ -165,10 +165,18 @@ def test_server_stopped_mid_episode_fails_fast(bngpy: Any, connect: Any) -> None
 
 
 def test_killed_server_process_gives_clear_error(bngpy: Any) -> None:
-    """SIGKILL of a ``python -m gym_s3.beamng.cli`` server mid-episode: a clear client error."""
+    """SIGKILL of a ``python -m gym_s3.beamng.standin.cli`` server mid-episode: a clear error."""
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gym_s3.beamng.cli", "--port", "0", "--log-level", "WARNING"],
+        [
+            sys.executable,
+            "-m",
+            "gym_s3.beamng.standin.cli",
+            "--port",
+            "0",
+            "--log-level",
+            "WARNING",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

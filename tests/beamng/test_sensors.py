@@ -10,7 +10,7 @@ import pytest
 from standin_support import FAST_WORLD, make_scenario, speed
 
 from gym_s3.beamng.frames import quat_to_yaw
-from gym_s3.beamng.server import StandInServer
+from gym_s3.beamng.standin.server import StandInServer
 from gym_s3.vehicle import SEDAN
 
 pytestmark = pytest.mark.timeout(60)

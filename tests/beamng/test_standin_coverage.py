@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from standin_support import make_scenario, speed
 
-from gym_s3.beamng.server import StandInServer
+from gym_s3.beamng.standin.server import StandInServer
 from gym_s3.errors import StandInWarning
 
 
@@ -17,12 +17,12 @@ def test_unmodelled_level_is_logged_by_the_server(
     server: StandInServer, connect: Any, bngpy: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A raw beamngpy client asking for west_coast_usa: the server log says it is flat ground."""
-    with caplog.at_level(logging.WARNING, logger="gym_s3.beamng.handlers"):
+    with caplog.at_level(logging.WARNING, logger="gym_s3.beamng.standin.handlers"):
         make_scenario(bngpy, connect(server), "wcu", level="west_coast_usa")
     assert any("'west_coast_usa'" in r.message and "flat ground" in r.message
                for r in caplog.records)  # fmt: skip
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="gym_s3.beamng.handlers"):
+    with caplog.at_level(logging.WARNING, logger="gym_s3.beamng.standin.handlers"):
         make_scenario(bngpy, connect(server), "grid", level="smallgrid")
     assert not caplog.records, "smallgrid + etk800 is what the stand-in models: no warning"
 

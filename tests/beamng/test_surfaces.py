@@ -10,7 +10,7 @@ from standin_support import make_scenario, speed
 
 from gym_s3.beamng.lua import render_ground_model_lua
 from gym_s3.beamng.materials import patch_material
-from gym_s3.beamng.server import StandInServer
+from gym_s3.beamng.standin.server import StandInServer
 from gym_s3.vehicle import SEDAN
 
 pytestmark = pytest.mark.timeout(90)

@@ -9,8 +9,8 @@ import pytest
 from standin_support import make_scenario
 from torch import Tensor
 
-from gym_s3.beamng.server import StandInServer
-from gym_s3.beamng.terrain import (
+from gym_s3.beamng.standin.server import StandInServer
+from gym_s3.beamng.standin.terrain import (
     height_fn_for_level,
     register_level_terrain,
     unregister_level_terrain,

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("beamngpy")
 
-from gym_s3.beamng import handlers  # noqa: E402
 from gym_s3.beamng.protocol import PROTOCOL_VERSION  # noqa: E402
+from gym_s3.beamng.standin import handlers  # noqa: E402
 from gym_s3.envs.beamng import S3BeamNGEnv  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
@@ -24,7 +24,8 @@ def test_external_standin_is_named_open_standin():
     path = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
     env_vars = dict(os.environ, PYTHONPATH=path)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gym_s3.beamng.cli", "--port", "0", "--log-level", "WARNING"],
+        [sys.executable, "-m", "gym_s3.beamng.standin.cli", "--port", "0"]
+        + ["--log-level", "WARNING"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env_vars,
     )  # fmt: skip
     try:

@@ -170,8 +170,8 @@ def test_launch_opens_the_simulator_once_and_spares_one_already_running(tmp_path
     The stand-in stops on ``Quit`` here, so quitting it would make ``wait`` return True.
     """
     pytest.importorskip("beamngpy")
-    from gym_s3.beamng.config import WorldConfig
-    from gym_s3.beamng.server import StandInServer
+    from gym_s3.beamng.standin.config import WorldConfig
+    from gym_s3.beamng.standin.server import StandInServer
     from policies.evaluate import simulator
 
     server = StandInServer(world_config=WorldConfig(), exit_on_quit=True)

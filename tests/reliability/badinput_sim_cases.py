@@ -82,7 +82,7 @@ def _killed_mid_episode(work: Path) -> None:
 
 def _frozen_mid_episode(work: Path) -> None:
     """The simulator stops answering (connections stay open) after a few steps."""
-    from gym_s3.beamng.server import StandInServer
+    from gym_s3.beamng.standin.server import StandInServer
 
     with StandInServer() as server, FreezableProxy(server.port) as proxy:
         env = _env(port=proxy.port)
@@ -101,8 +101,8 @@ def _frozen_mid_episode(work: Path) -> None:
 
 
 def _config(**kwargs: object) -> None:
-    """Build a :class:`~gym_s3.beamng.link.BeamNGConfig`."""
-    from gym_s3.beamng.link import BeamNGConfig
+    """Build a :class:`~gym_s3.beamng.client.link.BeamNGConfig`."""
+    from gym_s3.beamng.client.link import BeamNGConfig
 
     BeamNGConfig(**kwargs)
 

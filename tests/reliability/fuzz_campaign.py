@@ -44,7 +44,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from gym_s3.beamng.frames import yaw_to_quat
-from gym_s3.beamng.server import StandInServer
+from gym_s3.beamng.standin.server import StandInServer
 
 _GE_ONLY = sorted(set(GE_FIELDS) - set(VE_FIELDS))
 _VE_ONLY = sorted(set(VE_FIELDS) - set(GE_FIELDS))

@@ -40,8 +40,8 @@ from fuzz_wire import (
     wait_for_threads_gone,
 )
 
-from gym_s3.beamng.config import WorldConfig
-from gym_s3.beamng.server import StandInServer
+from gym_s3.beamng.standin.config import WorldConfig
+from gym_s3.beamng.standin.server import StandInServer
 
 #: world of the fuzzed server: 200 Hz physics, 20 frames/s, and at most 0.25 s per Step so a
 #: valid-but-large count stays cheap (the default limit is tested on its own)

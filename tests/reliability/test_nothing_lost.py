@@ -116,7 +116,7 @@ def test_refused_generate_leaves_a_non_empty_folder_untouched(tmp_path: Path) ->
 def test_session_keeps_rows_when_the_simulator_dies(tmp_path: Path) -> None:
     """A stand-in stopped mid-episode: a simulator error, and the rows so far saved as a log."""
     pytest.importorskip("beamngpy")
-    from gym_s3.beamng.link import BeamNGConfig
+    from gym_s3.beamng.client.link import BeamNGConfig
     from wheel_collector.expert import ExpertInput
     from wheel_collector.session import CollectionSession, SessionConfig
 

@@ -19,9 +19,9 @@ from fuzz_campaign import CATEGORIES, CampaignReport, run_campaign
 from fuzz_strategies import GE_FIELDS, VE_FIELDS
 from fuzz_wire import GE_REPLY_TYPES, VE_REPLY_TYPES
 
-from gym_s3.beamng.handlers import GE_HANDLERS
-from gym_s3.beamng.server import MAX_UNKNOWN_RECORDED
-from gym_s3.beamng.vehicle_handlers import VE_HANDLERS
+from gym_s3.beamng.standin.handlers import GE_HANDLERS
+from gym_s3.beamng.standin.server import MAX_UNKNOWN_RECORDED
+from gym_s3.beamng.standin.vehicle_handlers import VE_HANDLERS
 
 pytestmark = pytest.mark.timeout(600)
 #: resident memory the server may gain over three replays of the kept inputs [bytes]

@@ -27,10 +27,10 @@ from fuzz_wire import (
     wait_for_threads_gone,
 )
 
-from gym_s3.beamng import world as world_module
-from gym_s3.beamng.config import WorldConfig
-from gym_s3.beamng.server import MAX_UNKNOWN_RECORDED, StandInServer
-from gym_s3.beamng.vehicle_handlers import MAX_SET_SPEED
+from gym_s3.beamng.standin import world as world_module
+from gym_s3.beamng.standin.config import WorldConfig
+from gym_s3.beamng.standin.server import MAX_UNKNOWN_RECORDED, StandInServer
+from gym_s3.beamng.standin.vehicle_handlers import MAX_SET_SPEED
 from gym_s3.errors import ConfigError
 
 pytestmark = pytest.mark.timeout(120)

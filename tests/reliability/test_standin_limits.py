@@ -1,6 +1,7 @@
 """The stand-in cannot be knocked out (issue 23): descriptors, connections, slow and big frames.
 
-Each test attacks a real :class:`~gym_s3.beamng.server.StandInServer` over TCP and then drives a
+Each test attacks a real :class:`~gym_s3.beamng.standin.server.StandInServer` over TCP and
+then drives a
 short episode with the real ``beamngpy`` client on it:
 
 * the server process runs out of file descriptors (``RLIMIT_NOFILE`` = 128, 200 clients): its
@@ -29,7 +30,7 @@ from fuzz_campaign import beamngpy_episode
 from fuzz_harness import FUZZ_WORLD
 from fuzz_wire import wait_for
 
-from gym_s3.beamng.server import StandInServer
+from gym_s3.beamng.standin.server import StandInServer
 
 pytest.importorskip("beamngpy")
 pytestmark = pytest.mark.timeout(120)
@@ -73,7 +74,8 @@ def test_serves_again_after_running_out_of_file_descriptors(tmp_path: Path) -> N
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with open(log, "w") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gym_s3.beamng.cli", "--port", "0", "--log-level", "INFO"],
+            [sys.executable, "-m", "gym_s3.beamng.standin.cli", "--port", "0"]
+        + ["--log-level", "INFO"],
             stdout=subprocess.PIPE, stderr=err, text=True, env=env,
             preexec_fn=_limit_descriptors,
         )  # fmt: skip
@@ -109,7 +111,7 @@ def test_connections_beyond_the_limit_are_refused_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """With ``max_connections=8``, the ninth client is closed at once; the first eight stay."""
-    caplog.set_level(logging.WARNING, logger="gym_s3.beamng.server")
+    caplog.set_level(logging.WARNING, logger="gym_s3.beamng.standin.server")
     with StandInServer(world_config=FUZZ_WORLD, max_connections=8) as server:
         with clients(server.port, 8) as held:
             assert wait_for(lambda: server.connection_count() == 8, 5.0)

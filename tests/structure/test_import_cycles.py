@@ -12,16 +12,6 @@ from import_graph import cycles, import_graph, module_files
 
 #: Type-only cycles still to be removed, each with why it is allowed today.
 KNOWN_TYPE_ONLY_CYCLES: dict[frozenset[str], str] = {
-    # PENDING (lead): the stand-in server modules annotate their handlers with the server's
-    # RequestContext; the gym_s3/beamng client/server split removes this exception.
-    frozenset(
-        {
-            "gym_s3.beamng.handlers",
-            "gym_s3.beamng.requests",
-            "gym_s3.beamng.server",
-            "gym_s3.beamng.vehicle_handlers",
-        }
-    ): "stand-in server, split pending",  # fmt: skip
     # PathBank.from_paths annotates its argument with ReferencePath (which wraps a bank).
     frozenset({"gym_s3.tracks.bank", "gym_s3.tracks.path"}): "annotation only",
 }

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from gym_s3.beamng.link import BeamNGConfig
+from gym_s3.beamng.client.link import BeamNGConfig
 from gym_s3.data.dataset import DrivingDataset
 from gym_s3.errors import ConfigError
 from gym_s3.tracks import SURFACE_NAMES, get_track

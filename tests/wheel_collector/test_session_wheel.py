@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gym_s3.beamng.link import BeamNGConfig
+from gym_s3.beamng.client.link import BeamNGConfig
 from gym_s3.data.dataset import DrivingDataset
 from wheel_collector.commands import SAFE_BRAKE, InputStatus
 from wheel_collector.session import CollectionSession, SessionConfig

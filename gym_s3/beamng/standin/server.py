@@ -23,12 +23,9 @@ import itertools
 import logging
 import socket
 import threading
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from gym_s3.beamng import handlers, vehicle_handlers
-from gym_s3.beamng.config import WorldConfig
 from gym_s3.beamng.protocol import (
     MAX_FRAME_BYTES,
     SERVER_NAME,
@@ -39,8 +36,11 @@ from gym_s3.beamng.protocol import (
     read_frame,
     short_repr,
 )
-from gym_s3.beamng.sockets import ByteBudget, Connection, Listener, shutdown_socket
-from gym_s3.beamng.world import World
+from gym_s3.beamng.standin import handlers, vehicle_handlers
+from gym_s3.beamng.standin.config import WorldConfig
+from gym_s3.beamng.standin.requests import RequestContext
+from gym_s3.beamng.standin.sockets import ByteBudget, Connection, Listener, shutdown_socket
+from gym_s3.beamng.standin.world import World
 from gym_s3.errors import ConfigError, S3Error
 
 LOGGER = logging.getLogger(__name__)
@@ -59,21 +59,6 @@ MAX_UNKNOWN_RECORDED = 256
 
 class StrictModeError(S3Error, AssertionError):
     """A strict stand-in received requests it does not implement (the message lists them)."""
-
-
-@dataclass(frozen=True)
-class RequestContext:
-    """What a request handler may touch.
-
-    Attributes:
-        server: the server (vehicle listeners, quit).
-        world: the simulated world.
-        conn: the connection the request arrived on.
-    """
-
-    server: StandInServer
-    world: World
-    conn: Connection
 
 
 class StandInServer:
@@ -213,7 +198,8 @@ class StandInServer:
             raise StrictModeError(
                 "the stand-in received requests it does not implement: "
                 + ", ".join(sorted(set(self.unknown_requests)))
-                + ". Implement them in gym_s3/beamng/handlers.py (GE) or vehicle_handlers.py (VE)."
+                + ". Implement them in gym_s3/beamng/standin/handlers.py (GE) or "
+                "vehicle_handlers.py (VE)."
             )
 
     def __enter__(self) -> StandInServer:

@@ -6,21 +6,16 @@ Reply ``type`` strings are the exact ones beamngpy 1.36 checks (``MapLoaded``, `
 ``getPlayerVehicleID`` with a lower-case g, ...). Handlers raise
 :class:`~gym_s3.beamng.protocol.RequestError` / ``RequestValueError`` for a ``bngError`` /
 ``bngValueError`` reply. The GE table is :data:`GE_HANDLERS`; the vehicle-socket handlers live in
-:mod:`gym_s3.beamng.vehicle_handlers`.
+:mod:`gym_s3.beamng.standin.vehicle_handlers`.
 """
 
 from __future__ import annotations
 
 import logging
 import platform
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gym_s3.beamng import sensors
-from gym_s3.beamng.coverage import MODELLED_VEHICLE_MODELS, coverage_warnings, modelled_levels
-from gym_s3.beamng.fleet import Pose
 from gym_s3.beamng.frames import quat_to_yaw
-from gym_s3.beamng.ground import Cube
-from gym_s3.beamng.prefab import PrefabError, parse_prefab
 from gym_s3.beamng.protocol import (
     HELLO_SERVER_KEY,
     PROTOCOL_VERSION,
@@ -29,18 +24,25 @@ from gym_s3.beamng.protocol import (
     RequestValueError,
     short_repr,
 )
-from gym_s3.beamng.requests import (
+from gym_s3.beamng.standin import sensors
+from gym_s3.beamng.standin.coverage import (
+    MODELLED_VEHICLE_MODELS,
+    coverage_warnings,
+    modelled_levels,
+)
+from gym_s3.beamng.standin.fleet import Pose
+from gym_s3.beamng.standin.ground import Cube
+from gym_s3.beamng.standin.prefab import PrefabError, parse_prefab
+from gym_s3.beamng.standin.requests import (
     Handler,
     Reply,
+    RequestContext,
     poll_sensors,
     str_field,
     vector_field,
     yaw_field,
 )
 from gym_s3.errors import ConfigError
-
-if TYPE_CHECKING:
-    from gym_s3.beamng.server import RequestContext
 
 LOGGER = logging.getLogger(__name__)
 
@@ -51,7 +53,7 @@ def hello(ctx: RequestContext, msg: dict[str, Any]) -> Reply:
 
     ``server`` (:data:`~gym_s3.beamng.protocol.HELLO_SERVER_KEY`) names the stand-in and
     ``standin`` is ``True``; BeamNG.tech sends neither, so clients tell the two apart from the
-    greeting itself (:func:`gym_s3.beamng.link.identify_simulator`).
+    greeting itself (:func:`gym_s3.beamng.client.link.identify_simulator`).
     """
     return {
         "type": "Hello",

@@ -1,6 +1,6 @@
 """``s3 standin``: serve the open BeamNG stand-in until Ctrl-C.
 
-Also runnable on its own as ``python -m gym_s3.beamng.cli`` (same options).
+Also runnable on its own as ``python -m gym_s3.beamng.standin.cli`` (same options).
 """
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until Ctrl-C (or ``Quit`` with ``--exit-on-quit``); returns the exit status."""
-    from gym_s3.beamng.config import WorldConfig
-    from gym_s3.beamng.server import StandInServer
+    from gym_s3.beamng.standin.config import WorldConfig
+    from gym_s3.beamng.standin.server import StandInServer
 
     logging.basicConfig(
         level=getattr(logging, args.log_level),
@@ -123,9 +123,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m gym_s3.beamng.cli``."""
+    """Entry point of ``python -m gym_s3.beamng.standin.cli``."""
     parser = S3ArgumentParser(
-        prog="python -m gym_s3.beamng.cli",
+        prog="python -m gym_s3.beamng.standin.cli",
         description=f"{BANNER}: serve BeamNG's protocol with the project's vehicle physics.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )

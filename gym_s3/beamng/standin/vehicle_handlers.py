@@ -1,21 +1,25 @@
 """Vehicle-socket (VE) request handlers of the stand-in.
 
 Each vehicle has its own socket (``StartVehicleConnection``); requests on it act on that vehicle.
-Same conventions as :mod:`gym_s3.beamng.handlers`; the table is :data:`VE_HANDLERS`.
+Same conventions as :mod:`gym_s3.beamng.standin.handlers`; the table is :data:`VE_HANDLERS`.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gym_s3.beamng import sensors
-from gym_s3.beamng.handlers import hello
 from gym_s3.beamng.protocol import SERVER_NAME, RequestError, RequestValueError, short_repr
-from gym_s3.beamng.requests import Handler, Reply, number_field, poll_sensors, vehicle_id
-
-if TYPE_CHECKING:
-    from gym_s3.beamng.server import RequestContext
+from gym_s3.beamng.standin import sensors
+from gym_s3.beamng.standin.handlers import hello
+from gym_s3.beamng.standin.requests import (
+    Handler,
+    Reply,
+    RequestContext,
+    number_field,
+    poll_sensors,
+    vehicle_id,
+)
 
 LOGGER = logging.getLogger(__name__)
 #: largest forward speed ``SetVelocity`` accepts [m/s] (720 km/h, beyond any road vehicle)

@@ -34,9 +34,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from gym_s3.beamng.fleet import BRAKE, CLUTCH, PARKINGBRAKE, STEER, THROTTLE
 from gym_s3.beamng.frames import yaw_to_quat
-from gym_s3.beamng.world import World
+from gym_s3.beamng.standin.fleet import BRAKE, CLUTCH, PARKINGBRAKE, STEER, THROTTLE
+from gym_s3.beamng.standin.world import World
 
 #: distance from the centre of gravity to the front bumper of the stand-in's car [m]
 FRONT_OVERHANG_M = 0.9

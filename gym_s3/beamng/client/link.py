@@ -25,7 +25,6 @@ from typing import Any
 import torch
 
 from gym_s3._optional import require
-from gym_s3.beamng.coverage import coverage_warnings
 from gym_s3.beamng.frames import dir_to_yaw, wrap_angle, yaw_to_quat
 from gym_s3.beamng.lua import GroundModelUpdate, render_ground_models_lua
 from gym_s3.beamng.materials import LEVEL_GROUND_MODEL, patch_material
@@ -35,6 +34,7 @@ from gym_s3.beamng.protocol import (
     PROTOCOL_VERSION,
     STANDIN_LABEL,
 )
+from gym_s3.beamng.standin.coverage import coverage_warnings
 from gym_s3.errors import (
     ConfigError,
     SimulatorConnectionError,
@@ -289,8 +289,8 @@ class SimLink:
         bngpy = require("beamngpy", purpose=self.purpose)
         host = self.sim.host
         if self.sim.standin:
-            from gym_s3.beamng.config import WorldConfig
-            from gym_s3.beamng.server import StandInServer
+            from gym_s3.beamng.standin.config import WorldConfig
+            from gym_s3.beamng.standin.server import StandInServer
 
             world = WorldConfig(dtype="float32", compile=True) if self.sim.standin_fast else None
             self.server = StandInServer(host="127.0.0.1", port=0, world_config=world)

@@ -8,18 +8,50 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from gym_s3.beamng.frames import quat_to_yaw
 from gym_s3.beamng.protocol import RequestError, RequestValueError, short_repr
+from gym_s3.beamng.standin.sockets import Connection
+from gym_s3.beamng.standin.world import World
 
-if TYPE_CHECKING:
-    from gym_s3.beamng.server import RequestContext
+
+class ServerControl(Protocol):
+    """What a handler may ask of the server (:class:`.server.StandInServer`)."""
+
+    def open_vehicle_listener(self, vid: str) -> int:
+        """Port of the vehicle's socket, opening it on first use."""
+        ...
+
+    def record_unknown(self, prefix: str, value: Any) -> None:
+        """Remember an unknown request or sensor type."""
+        ...
+
+    def request_quit(self, conn: Connection) -> None:
+        """Stop once the reply to ``Quit`` on ``conn`` has been sent (with ``exit_on_quit``)."""
+        ...
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """What a request handler may touch.
+
+    Attributes:
+        server: the server (vehicle listeners, unknown requests, quit).
+        world: the simulated world.
+        conn: the connection the request arrived on.
+    """
+
+    server: ServerControl
+    world: World
+    conn: Connection
+
 
 #: a reply map (the server adds ``_id``)
 Reply = dict[str, Any]
 #: ``handler(context, request) -> reply or None``
-Handler = Callable[["RequestContext", dict[str, Any]], "Reply | None"]
+Handler = Callable[[RequestContext, dict[str, Any]], "Reply | None"]
 
 
 def str_field(msg: dict[str, Any], key: str) -> str:

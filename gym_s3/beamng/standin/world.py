@@ -22,14 +22,22 @@ from typing import Any
 import numpy as np
 import torch
 
-from gym_s3.beamng.config import WorldConfig
-from gym_s3.beamng.fleet import BRAKE, CLUTCH, CONTROL_COLUMNS, PARKINGBRAKE, THROTTLE, Fleet, Pose
-from gym_s3.beamng.ground import Cube, GroundModel, default_ground_models, surface_layout
 from gym_s3.beamng.lua import parse_ground_model_lua
-from gym_s3.beamng.prefab import Prefab
 from gym_s3.beamng.protocol import RequestError, RequestValueError
-from gym_s3.beamng.records import ScenarioRecord, VehicleEntry
-from gym_s3.beamng.terrain import HeightFn, height_fn_for_level
+from gym_s3.beamng.standin.config import WorldConfig
+from gym_s3.beamng.standin.fleet import (
+    BRAKE,
+    CLUTCH,
+    CONTROL_COLUMNS,
+    PARKINGBRAKE,
+    THROTTLE,
+    Fleet,
+    Pose,
+)
+from gym_s3.beamng.standin.ground import Cube, GroundModel, default_ground_models, surface_layout
+from gym_s3.beamng.standin.prefab import Prefab
+from gym_s3.beamng.standin.records import ScenarioRecord, VehicleEntry
+from gym_s3.beamng.standin.terrain import HeightFn, height_fn_for_level
 from gym_s3.tracks.friction import FrictionField, UniformFriction
 from gym_s3.tracks.surfaces import SURFACE_NAMES, SURFACES, SurfaceBatch
 

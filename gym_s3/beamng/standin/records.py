@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gym_s3.beamng.fleet import Pose
-from gym_s3.beamng.prefab import Prefab
+from gym_s3.beamng.standin.fleet import Pose
+from gym_s3.beamng.standin.prefab import Prefab
 
 
 @dataclass(frozen=True)

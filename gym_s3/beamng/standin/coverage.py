@@ -1,12 +1,14 @@
 """What the open stand-in models of a BeamNG scenario, and the warnings for what it does not.
 
 The stand-in serves every level as ground of the level's registered height
-(:mod:`gym_s3.beamng.terrain`, flat at z = 0 when none is registered) and every vehicle model as
+(:mod:`gym_s3.beamng.standin.terrain`, flat at z = 0 when none is registered) and every vehicle
+model as
 its one front-wheel-drive sedan (:data:`gym_s3.vehicle.SEDAN`). That is faithful for BeamNG's
 flat ``smallgrid`` level and the ``etk800`` sedan the project drives; anything else (e.g.
 ``west_coast_usa``, ``italy``, a ``pickup``) silently becomes a flat-ground sedan. The server
 logs :func:`coverage_warnings` when a scenario or vehicle asks for such things, and announces
-what it models in its ``Hello`` reply, so the client (:class:`gym_s3.beamng.link.SimLink`) warns
+what it models in its ``Hello`` reply, so the client
+(:class:`gym_s3.beamng.client.link.SimLink`) warns
 the user too.
 """
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from gym_s3.beamng.terrain import registered_levels
+from gym_s3.beamng.standin.terrain import registered_levels
 
 #: BeamNG levels that are flat ground in BeamNG too, so the stand-in's flat ground is faithful
 FLAT_LEVELS: tuple[str, ...] = ("smallgrid",)
