@@ -9,6 +9,7 @@ statistics — lives here, batched over N cars and free of host synchronisation.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -106,6 +107,7 @@ class TrackingTask:
         dtype = pool.speed.dtype
         self.dtype = dtype
         self.wheel_offsets = torch.tensor(wheel_offsets, dtype=dtype, device=self.device)
+        self.wheel_reach = max(math.hypot(x, y) for x, y in wheel_offsets)  # [m] from the centre
         z = torch.zeros(num_envs, dtype=dtype, device=self.device)
         zi = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         self.scenario = zi.clone()
@@ -132,7 +134,10 @@ class TrackingTask:
         With ``rows``, ``ego`` holds those cars only and the result is ``(R, 4)``.
         """
         surfaces = self.surfaces if rows is None else self.surfaces.index(rows)
-        return surfaces.friction_at(self.wheel_points(ego).to(self.dtype))
+        centre = torch.stack([ego.x, ego.y], dim=-1)
+        return surfaces.friction_at(
+            self.wheel_points(ego).to(self.dtype), centre=centre, reach=self.wheel_reach
+        )
 
     # ------------------------------------------------------------------ reset
     def reset(
@@ -236,16 +241,17 @@ class TrackingTask:
         if rows is not None:
             pid, variant, prev = pid[rows], variant[rows], prev[rows]
         look_s = frenet.s[:, None] + self.lookahead[None, :]
-        smp = self.pool.bank.sample(pid, look_s)
-        look_v = self.pool.target_speed(variant, look_s)
+        loc = self.pool.bank.locate(pid, look_s)  # one segment search for positions and speeds
+        look_x, look_y = self.pool.bank.position(pid, loc)
+        look_v = self.pool.target_speed(variant, look_s, loc=loc)
         return build_observation(
             ego,
             cross_track=frenet.d,
             heading_err=metrics.heading_error(ego.yaw, frenet.heading),
             speed_err=metrics.speed_error(ego.v_long, v_ref),
             prev_action=prev,
-            lookahead_x=smp.x,
-            lookahead_y=smp.y,
+            lookahead_x=look_x,
+            lookahead_y=look_y,
             lookahead_v=look_v,
             wheel_mu=wheel_mu,
             mode=self.config.obs_mode,
