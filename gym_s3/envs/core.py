@@ -38,6 +38,7 @@ from gym_s3.errors import ConfigError
 from gym_s3.observations import EgoState
 from gym_s3.rows import ResetRows
 from gym_s3.task import TrackingTask
+from gym_s3.threads import configure_threads
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class DistilledCore:
         self.num_envs = num_envs
         self.config = config
         self.device = torch.device(config.device)
+        configure_threads(config.threads, device=self.device)
         self.dtype = config.torch_dtype
         self.backend = resolve_backend(config)
         source = scenario_source(config.scenario, self.device, self.dtype)
