@@ -26,7 +26,7 @@ import torch
 
 from gym_s3.errors import ConfigError
 
-__all__ = ["DEFAULT_CPU_THREADS", "ENV_VAR", "configure_threads", "resolve_threads"]
+__all__ = ["DEFAULT_CPU_THREADS", "ENV_VAR", "configure_threads", "resolve_threads", "use_threads"]
 
 #: environment variable that overrides the default thread count (``0``: leave torch alone)
 ENV_VAR = "S3_TORCH_THREADS"
@@ -66,3 +66,15 @@ def configure_threads(threads: int | None = None, *, device: torch.device | str 
     if n is not None and torch.device(device).type == "cpu" and torch.get_num_threads() != n:
         torch.set_num_threads(n)
     return torch.get_num_threads()
+
+
+def use_threads(threads: int | None = None) -> int:
+    """Apply a command line's ``--threads`` for the whole run; returns torch's thread count.
+
+    A given count is also written to ``$S3_TORCH_THREADS``, so envs built later in this process
+    (which apply the rule again) and child processes keep it.
+    """
+    if threads is not None:
+        resolve_threads(threads)  # validates
+        os.environ[ENV_VAR] = str(threads)
+    return configure_threads(threads)
