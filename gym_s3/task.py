@@ -182,7 +182,8 @@ class TrackingTask:
         self.scenario = put(self.scenario, new)
         self.variant = put(self.variant, variant)
         self.pid = put(self.pid, self.pool.variant_path[variant])
-        self.surfaces = put(self.surfaces, self.pool.surfaces.index(variant))
+        # the per-car layouts are the task's own copy (never handed out): written in place
+        self.surfaces = select.put_(self.surfaces, self.pool.surfaces.index(variant))
         self.hint = put(self.hint, start_idx)
         self.s = put(self.s, s0)
         self.steps = put(self.steps, torch.zeros_like(start_idx))

@@ -110,6 +110,7 @@ class DistilledCore:
         self.obs = torch.zeros(n, self.observation_size, device=dev)
         self.episode_id = torch.full((n,), -1, dtype=torch.int64, device=dev)
         self._started = False
+        self._state_owned = False  # see _reset_impl
         # On the CPU, where reading a mask costs nothing, the backend's start states are built for
         # the reset cars only (learned backends prefill their caches with a window forward).
         self._subset_resets = self.device.type == "cpu"
@@ -189,7 +190,11 @@ class DistilledCore:
         ego = EgoState(start.x, start.y, start.yaw, start.speed, zero, zero)
         mu = self.task.wheel_friction(ego, rows=select.rows)
         fresh = self.backend.initial_state(pose, start.speed, mu)
-        self.state = select.put(self.state, fresh)
+        # After the first reset the state's tensors are the core's own (a backend step returns
+        # fresh ones; nothing handed to users aliases them): later resets write them in place.
+        put = select.put_ if self._state_owned else select.put
+        self.state = put(self.state, fresh)
+        self._state_owned = True
         self.wheel_mu = select.put(self.wheel_mu, mu)
         self.episode_id = self.episode_id + mask.to(torch.int64)
         if select.rows is None:  # observe every car (keeps the others' projection hints current)

@@ -160,6 +160,12 @@ class SurfaceBatch:
             self.rect_id.index_copy(0, rows, other.rect_id),
         )
 
+    def index_copy_(self, rows: Tensor, other: SurfaceBatch) -> SurfaceBatch:
+        """Write the ``R`` layouts of ``other`` into rows ``rows`` ``(R,)`` in place."""
+        for name in ("base_mu", "base_id", "rects", "rect_mu", "rect_id"):
+            getattr(self, name).index_copy_(0, rows, getattr(other, name))
+        return self
+
     def where(self, mask: Tensor, other: SurfaceBatch) -> SurfaceBatch:
         """Row-wise ``mask ? other : self`` for equal-sized batches (sync-free partial reset)."""
         m1 = mask[:, None]
