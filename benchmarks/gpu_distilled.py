@@ -1,18 +1,28 @@
-"""One short GPU run that prints the whole ``S3Distilled-v0`` throughput table (CUDA only).
+"""One prepared GPU run: ``S3Distilled-v0`` env-only and PPO training throughput, every backend.
 
-Prepared for a machine with an NVIDIA GPU (e.g. one H200): ``trans`` at N = 4096 first (the
-headline number: it should reach millions of env steps per second), then every backend at
-N = 4096, then larger batches, eager and ``torch.compile``; rows that would not finish within
-``--budget-s`` are skipped. The action check runs in its sync-free mode
-(``nonfinite_action="zero"``); timings are synchronised medians.
+Prepared for a machine with an NVIDIA GPU (e.g. one H200). In priority order, within
+``--budget-s`` (rows that would not finish are skipped and say so):
 
-    python benchmarks/gpu_distilled.py --budget-s 420
+1. **env-only** (core step + same-step autoreset, random actions; ``bench_distilled.bench_one``)
+   for every backend at N = 4096 eager and compiled, then compiled at N = 16,384 and 65,536,
+   with the bare backend forward and the overhead ratio env step / forward;
+2. **training** (``s3 train``'s loop: TorchRL collector + GAE + PPO epochs, ``policies.ppo.train``)
+   for every backend at N = 16,384 and 65,536 (``--train-iterations`` iterations each), with
+   collection and training frames/s and training / env-only at the same N.
+
+The action check runs in its sync-free mode (``nonfinite_action="zero"``); timings are
+synchronised medians. ``--device cpu --smoke`` runs a tiny version of the same plan on a CPU to
+check the script itself (the numbers then mean nothing).
+
+    python benchmarks/gpu_distilled.py --budget-s 540
+    python benchmarks/gpu_distilled.py --device cpu --smoke
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -22,53 +32,90 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_distilled import bench_one, print_header, print_row  # noqa: E402
+from bench_distilled import BACKENDS, bench_one, print_header, print_row  # noqa: E402
 
-#: (backend, N, compiled) in priority order.
-PLAN: tuple[tuple[str, int, bool], ...] = (
-    ("trans", 4096, False),
-    ("trans", 4096, True),
-    ("bicycle", 4096, False),
-    ("bicycle", 4096, True),
-    ("ddm", 4096, True),
-    ("dytr", 4096, True),
-    ("trans", 16384, True),
-    ("bicycle", 16384, True),
-    ("trans", 65536, True),
-    ("bicycle", 65536, True),
-    ("trans", 1024, True),
-    ("ddm", 4096, False),
-    ("dytr", 4096, False),
+#: env-only rows (backend, N, compiled) in priority order.
+ENV_PLAN: tuple[tuple[str, int, bool], ...] = (
+    *((b, 4096, c) for c in (False, True) for b in BACKENDS),
+    *((b, n, True) for n in (16384, 65536) for b in BACKENDS),
 )
+#: training rows (backend, N) in priority order.
+TRAIN_PLAN: tuple[tuple[str, int], ...] = tuple((b, n) for n in (16384, 65536) for b in BACKENDS)
+SMOKE_ENV_PLAN = tuple((b, 256, False) for b in BACKENDS)
+SMOKE_TRAIN_PLAN = (("bicycle", 256),)
+
+
+def train_row(backend: str, n: int, device: str, iterations: int) -> dict[str, float]:
+    """Frames/s of a short ``s3 train`` run (collection, and collection + PPO update)."""
+    from policies.config import preset
+    from policies.ppo import train
+
+    cfg = preset(backend, num_envs=n, device=device, eval_every=0, checkpoint_every=0,
+                 logger="csv")  # fmt: skip
+    cfg = preset(backend, num_envs=n, device=device, eval_every=0, checkpoint_every=0,
+                 logger="csv", total_frames=cfg.frames_per_batch * iterations,
+                 minibatch_size=min(cfg.minibatch_size, cfg.frames_per_batch))  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = train(cfg, tmp, progress=False)
+    return {"collect": result.env_frames_per_s, "train": result.train_frames_per_s,
+            "frames": float(result.frames), "wall": result.wall_s}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run :data:`PLAN` on the GPU within the time budget."""
+    """Run the plans within the time budget and print both tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget-s", type=float, default=420.0)
-    parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--budget-s", type=float, default=540.0, help="whole run [s]")
+    parser.add_argument("--repeats", type=int, default=50, help="timed env steps per row")
+    parser.add_argument("--train-iterations", type=int, default=4, help="PPO iterations per row")
     parser.add_argument("--tracks", nargs="+", default=["putnam", "procedural:0", "town:0"])
+    parser.add_argument("--device", default="cuda", help="cuda (default) or cpu with --smoke")
+    parser.add_argument("--smoke", action="store_true", help="tiny plan: checks the script")
     args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        raise SystemExit("gpu_distilled.py needs a CUDA device; use bench_distilled.py on a CPU")
-    torch.backends.cuda.matmul.allow_tf32 = False  # keep the learned models in full fp32
-    print(f"GPU: {torch.cuda.get_device_name()}, CUDA {torch.version.cuda}")
-    print_header("cuda", args.tracks)
+    dev = torch.device(args.device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit("gpu_distilled.py needs a CUDA device (or --device cpu --smoke)")
+        torch.backends.cuda.matmul.allow_tf32 = False  # keep the learned models in full fp32
+        print(f"GPU: {torch.cuda.get_device_name(dev)}, CUDA {torch.version.cuda}")
+    env_plan, train_plan = ENV_PLAN, TRAIN_PLAN
+    if args.smoke:
+        env_plan, train_plan = SMOKE_ENV_PLAN, SMOKE_TRAIN_PLAN
+    repeats = 3 if args.smoke else args.repeats
+    print_header(args.device, args.tracks)
     deadline = time.monotonic() + args.budget_s
-    for backend, n, compiled in PLAN:
-        left = deadline - time.monotonic()
-        if left < (90.0 if compiled else 20.0):
+    env_rate: dict[tuple[str, int], float] = {}
+    for backend, n, compiled in env_plan:
+        if deadline - time.monotonic() < (90.0 if compiled else 20.0):
             print(f"{backend:8} {n:6d} {'compile' if compiled else 'eager':8} skipped (budget)")
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             r = bench_one(
-                backend, n, compiled=compiled, device="cuda", repeats=args.repeats, warmup=10,
+                backend, n, compiled=compiled, device=args.device, repeats=repeats, warmup=3,
                 tracks=tuple(args.tracks), forward=True, nonfinite_action="zero",
             )  # fmt: skip
         print_row(r)
-        print(f"  peak GPU memory {torch.cuda.max_memory_allocated() / 2**20:,.0f} MiB", flush=True)
-        torch.cuda.reset_peak_memory_stats()
+        env_rate[backend, n] = max(env_rate.get((backend, n), 0.0), r.steps_per_s)
+        if dev.type == "cuda":
+            print(f"  peak GPU memory {torch.cuda.max_memory_allocated() / 2**20:,.0f} MiB",
+                  flush=True)  # fmt: skip
+            torch.cuda.reset_peak_memory_stats()
+    print()
+    head = (f"{'backend':8} {'N':>6} {'collect/s':>11} {'train/s':>11} {'env-only/s':>11} "
+            f"{'train/env':>9}")  # fmt: skip
+    iterations = 1 if args.smoke else args.train_iterations
+    print(f"training ({iterations} PPO iteration(s) per row, eager env)")
+    print(head)
+    print("-" * len(head))
+    for backend, n in train_plan:
+        if deadline - time.monotonic() < 60.0:
+            print(f"{backend:8} {n:6d} skipped (budget)")
+            continue
+        row = train_row(backend, n, args.device, iterations)
+        env = env_rate.get((backend, n), float("nan"))
+        print(f"{backend:8} {n:6d} {row['collect']:11,.0f} {row['train']:11,.0f} {env:11,.0f} "
+              f"{row['train'] / env:9.2f}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -63,3 +63,16 @@ class ResetRows:
         if self.rows is None:
             return torch.where(self.mask.reshape(-1, *([1] * (old.ndim - 1))), new, old)
         return old.index_copy(0, self.rows, new.to(old.dtype))
+
+    def put_(self, old: Any, new: Any) -> Any:
+        """Like :meth:`put`, but an indexed selector writes into ``old`` in place (and returns it).
+
+        Only for state nobody else holds: the write is visible through every reference to
+        ``old``'s tensors. It saves copying all N rows when R cars reset (a learned backend's
+        state is kilobytes per car). A masked selector still builds a new value.
+        """
+        if self.rows is None:
+            return self.put(old, new)
+        if not isinstance(old, Tensor):
+            return old.index_copy_(self.rows, new)
+        return old.index_copy_(0, self.rows, new.to(old.dtype))

@@ -68,6 +68,7 @@ class TrackingTask:
         dtype = pool.speed.dtype
         self.dtype = dtype
         self.wheel_offsets = params.wheel_positions(self.device, dtype)
+        self.wheel_reach = float(self.wheel_offsets.norm(dim=-1).max())  # [m] from the centre
         z = torch.zeros(num_envs, dtype=dtype, device=self.device)
         zi = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         self.scenario = zi.clone()
@@ -97,7 +98,10 @@ class TrackingTask:
         With ``rows``, ``ego`` holds those cars only and the result is ``(R, 4)``.
         """
         surfaces = self.surfaces if rows is None else self.surfaces.index(rows)
-        mu = surfaces.friction_at(self.wheel_points(ego).to(self.dtype))
+        centre = torch.stack([ego.x, ego.y], dim=-1)
+        mu = surfaces.friction_at(
+            self.wheel_points(ego).to(self.dtype), centre=centre, reach=self.wheel_reach
+        )
         if self.config.friction_noise == 0.0:
             return mu
         return mu * (self.mu_scale if rows is None else self.mu_scale[rows])[:, None]
@@ -214,7 +218,8 @@ class TrackingTask:
         self.scenario = put(self.scenario, scenario)
         self.variant = put(self.variant, variant)
         self.pid = put(self.pid, self.pool.variant_path[variant])
-        self.surfaces = put(self.surfaces, self.pool.surfaces.index(variant))
+        # the per-car layouts are the task's own copy (never handed out): written in place
+        self.surfaces = select.put_(self.surfaces, self.pool.surfaces.index(variant))
         self.hint = put(self.hint, start_idx)
         self.s = put(self.s, s0)
         self.steps = put(self.steps, torch.zeros_like(start_idx))
@@ -291,16 +296,17 @@ class TrackingTask:
         if rows is not None:
             pid, variant, prev = pid[rows], variant[rows], prev[rows]
         look_s = frenet.s[:, None] + self.lookahead[None, :]
-        smp = self.pool.bank.sample(pid, look_s)
-        look_v = self.pool.target_speed(variant, look_s)
+        loc = self.pool.bank.locate(pid, look_s)  # one segment search for positions and speeds
+        look_x, look_y = self.pool.bank.position(pid, loc)
+        look_v = self.pool.target_speed(variant, look_s, loc=loc)
         return build_observation(
             ego,
             cross_track=frenet.d,
             heading_err=metrics.heading_error(ego.yaw, frenet.heading),
             speed_err=metrics.speed_error(ego.v_long, v_ref),
             prev_action=prev,
-            lookahead_x=smp.x,
-            lookahead_y=smp.y,
+            lookahead_x=look_x,
+            lookahead_y=look_y,
             lookahead_v=look_v,
             wheel_mu=wheel_mu,
             mode=self.config.obs_mode,

@@ -91,6 +91,9 @@ def _register_train(subparsers: Any) -> None:
                    help="--out may hold an earlier run: delete its logs, policy_* checkpoints "
                    "and train_summary.json first (without it such a folder is refused, so two "
                    "runs never mix)")  # fmt: skip
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch intra-op CPU threads (0: torch's choice, one per core); if omitted: "
+                   "$S3_TORCH_THREADS, else 1 unless OMP_NUM_THREADS is set")  # fmt: skip
     p.add_argument("--ship", action="store_true",
                    help="also save the final policy as policies/assets/<preset>.{json,safetensors} "
                    "(how the shipped policies are made)")  # fmt: skip
@@ -138,10 +141,12 @@ def _claim_out(out: Path, *, overwrite: bool) -> None:
 def _run_train(args: argparse.Namespace) -> int:
     """``s3 train`` (one process, or one rank of a torchrun job; only rank 0 prints)."""
     from gym_s3 import distributed
+    from gym_s3.threads import use_threads
     from policies.config import preset
     from policies.ppo import train
     from policies.train_log import quick_evaluator
 
+    use_threads(args.threads)
     overrides = {k: v for k, v in vars(args).items()
                  if k in preset(args.preset).__dataclass_fields__ and v is not None}  # fmt: skip
     if "logs" in overrides:

@@ -89,6 +89,10 @@ class BackendState:
         """A copy with rows ``rows`` ``(R,)`` replaced by the ``R`` cars of ``other``."""
         return self._combine(other, lambda a, b: a.index_copy(0, rows, b.to(a.dtype)))
 
+    def index_copy_(self, rows: Tensor, other: BackendState) -> BackendState:
+        """Write the ``R`` cars of ``other`` into rows ``rows`` ``(R,)`` in place (same tensors)."""
+        return self._combine(other, lambda a, b: a.index_copy_(0, rows, b.to(a.dtype)))
+
     def _combine(self, other: BackendState, fn) -> BackendState:
         """A state whose every tensor is ``fn(mine, other's)``."""
         fault = None

@@ -154,6 +154,9 @@ class DistilledConfig:
             :class:`~gym_s3.errors.ActionError` naming the car; ``"zero"``: such action entries
             are replaced by 0 and the car is flagged in ``info["action_nonfinite"]`` (no host
             synchronisation, for GPU training loops).
+        threads: torch intra-op CPU threads set when the env is built (process-wide): ``None``
+            applies :mod:`gym_s3.threads` (``$S3_TORCH_THREADS``, else 1 unless
+            ``OMP_NUM_THREADS`` is set), ``0`` leaves torch's setting alone.
     """
 
     backend: Any = None
@@ -165,6 +168,7 @@ class DistilledConfig:
     seed: int | None = None
     compile: bool = False
     nonfinite_action: NonFiniteAction = "raise"
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         from gym_s3.dynamics import DynamicsBackend
@@ -190,6 +194,10 @@ class DistilledConfig:
         if self.nonfinite_action not in ("raise", "zero"):
             raise ConfigError(
                 f"nonfinite_action must be 'raise' or 'zero', got {self.nonfinite_action!r}"
+            )
+        if self.threads is not None and not (isinstance(self.threads, int) and self.threads >= 0):
+            raise ConfigError(
+                f"threads must be None, 0 (torch's choice) or a positive int, got {self.threads!r}"
             )
         if self.seed is not None and not isinstance(self.seed, int):
             raise ConfigError(f"seed must be an int or None, got {self.seed!r}")

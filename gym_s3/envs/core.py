@@ -39,6 +39,7 @@ from gym_s3.plausibility import check_seed
 from gym_s3.rows import ResetRows
 from gym_s3.sources import BackendCars
 from gym_s3.task import TrackingTask
+from gym_s3.threads import configure_threads
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class DistilledCore:
         self.num_envs = num_envs
         self.config = config
         self.device = torch.device(config.device)
+        configure_threads(config.threads, device=self.device)
         self.dtype = config.torch_dtype
         self.backend = resolve_backend(config)
         source = scenario_source(config.scenario, self.device, self.dtype)

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from gym_s3.errors import ConfigError
 from gym_s3.scenarios.labels import LABELS, LabelThresholds, label_mask, label_windows
-from gym_s3.tracks.bank import PathBank
+from gym_s3.tracks.bank import Location, PathBank
 from gym_s3.tracks.path import ReferencePath
 from gym_s3.tracks.speed_profile import SpeedProfileConfig, speed_profile
 from gym_s3.tracks.surfaces import SurfaceBatch, SurfaceLayout, friction_along
@@ -185,9 +185,12 @@ class ScenarioPool:
         """Number of variants V."""
         return int(self.variant_path.shape[0])
 
-    def target_speed(self, variant: Tensor, s: Tensor) -> Tensor:
-        """Target speed [m/s] of each row's variant at arc lengths ``s`` ``(N,)`` or ``(N, J)``."""
-        return self.bank.interpolate(self.speed, variant, self.variant_path[variant], s)
+    def target_speed(self, variant: Tensor, s: Tensor, *, loc: Location | None = None) -> Tensor:
+        """Target speed [m/s] of each row's variant at arc lengths ``s`` ``(N,)`` or ``(N, J)``.
+
+        ``loc`` is ``bank.locate(variant_path[variant], s)`` when the caller has it already.
+        """
+        return self.bank.interpolate(self.speed, self.variant_path, variant, s, loc=loc)
 
     def route_time(self, variant: Tensor, start: Tensor, laps: float = 1.0) -> Tensor:
         """Reference time of each row's route at the target speeds [s] ``(N,)``.

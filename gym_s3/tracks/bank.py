@@ -9,12 +9,18 @@ Geometry model (see :mod:`gym_s3.tracks.path`): between samples ``i`` and ``i + 
 the circular arc that leaves sample ``i`` with its heading and has curvature
 ``(heading[i+1] - heading[i]) / ds``; curvature, widths and elevation are interpolated linearly.
 Open paths extrapolate along their first and last arcs.
+
+Hot-path layout: every query gathers from flat, wrap-padded copies of the per-sample tables
+(:class:`PaddedTables`): path ``k``'s sample ``j`` sits at ``k * stride + pad + j`` for ``j`` in
+``[-pad, M + pad)``, wrapped on closed paths and clamped on open ones. A windowed search or a
+"next sample" then needs no per-element wrap-around, and every gather is one 1-D
+``index_select`` (multi-dimensional advanced indexing is several times slower on the CPU).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
@@ -23,6 +29,7 @@ from torch import Tensor
 from gym_s3.errors import ConfigError
 from gym_s3.tracks.arcs import arc_offset, project_on_arc
 from gym_s3.tracks.frenet import Frenet, PathSample
+from gym_s3.tracks.padded import Location, PaddedTables, as_column, lerp_slots, take
 
 if TYPE_CHECKING:  # pragma: no cover
     from gym_s3.tracks.path import ReferencePath
@@ -61,6 +68,7 @@ class PathBank:
     ds: Tensor
     length: Tensor
     closed: Tensor
+    _padded: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @staticmethod
     def from_paths(
@@ -115,80 +123,144 @@ class PathBank:
         """Float dtype of the tensors."""
         return self.xyz.dtype
 
+    # ------------------------------------------------------------------ padded tables
+    def padded(self, pad: int = 16) -> PaddedTables:
+        """The flat, wrap-padded tables with at least ``pad`` samples of margin (cached)."""
+        for have, tables in self._padded.items():
+            if isinstance(have, int) and have >= pad:
+                return tables
+        pad = max(pad, 16)
+        src = self._padded_source(torch.arange(self.num_paths, device=self.device), pad)
+
+        def ext(table: Tensor) -> Tensor:
+            return table.gather(1, src).reshape(-1).contiguous()
+
+        tables = PaddedTables(
+            pad=pad,
+            stride=src.shape[1],
+            x=ext(self.xyz[..., 0]),
+            y=ext(self.xyz[..., 1]),
+            z=ext(self.xyz[..., 2]),
+            cos_heading=ext(self.cos_heading),
+            sin_heading=ext(self.sin_heading),
+            heading=ext(self.heading),
+            segment_curvature=ext(self.segment_curvature),
+            curvature=ext(self.curvature),
+            width_left=ext(self.width_left),
+            width_right=ext(self.width_right),
+        )
+        self._padded[pad] = tables
+        return tables
+
+    def _padded_source(self, row_path: Tensor, pad: int) -> Tensor:
+        """``(R, M + 2 pad)`` sample behind each padded slot of rows that follow ``row_path``."""
+        j = torch.arange(-pad, self.xyz.shape[1] + pad, device=self.device)[None, :]
+        n = self.num_samples[row_path][:, None]
+        closed = self.closed[row_path][:, None]
+        return torch.where(closed, torch.remainder(j, n), torch.minimum(j.clamp(min=0), n - 1))
+
+    def pad_rows(self, table: Tensor, row_path: Tensor) -> Tensor:
+        """A per-sample ``table`` ``(R, M)``, flat and wrap-padded like :meth:`padded`.
+
+        Row ``r`` follows path ``row_path[r]`` (e.g. speed profiles of variants); cached per table
+        object.
+        """
+        pad = self.padded().pad
+        key = ("rows", id(table), pad)
+        hit = self._padded.get(key)
+        if hit is not None and hit[0] is table:
+            return hit[1]
+        src = self._padded_source(row_path.to(self.device), pad)
+        flat = table.gather(1, src).reshape(-1).contiguous()
+        self._padded[key] = (table, flat)
+        return flat
+
     # ------------------------------------------------------------------ per-row helpers
-    def _rows(self, pid: Tensor, like: Tensor) -> Tensor:
-        """``pid`` broadcast to the shape of ``like`` (``(N,)`` or ``(N, J)``)."""
-        return pid if like.ndim == 1 else pid[:, None].expand_as(like)
+    def _per_row(self, table: Tensor, pid: Tensor, like: Tensor) -> Tensor:
+        """``table[pid]`` shaped to broadcast against ``like`` (``(N,)`` or ``(N, J)``)."""
+        return as_column(table[pid], like)
 
     def wrap_s(self, pid: Tensor, s: Tensor) -> Tensor:
         """Arc length wrapped into ``[0, length)`` on closed paths, unchanged on open ones."""
-        p = self._rows(pid, s)
-        return torch.where(self.closed[p], torch.remainder(s, self.length[p]), s)
+        closed = self._per_row(self.closed, pid, s)
+        return torch.where(closed, torch.remainder(s, self._per_row(self.length, pid, s)), s)
 
-    def split(self, pid: Tensor, s: Tensor) -> tuple[Tensor, Tensor]:
-        """Arc lengths to the index of the segment they lie on and the distance past its start.
+    def locate(self, pid: Tensor, s: Tensor) -> Location:
+        """Arc lengths ``s`` ``(N,)`` or ``(N, J)`` to the segment they lie on (:class:`Location`).
 
         On open paths the index is clamped to ``[0, M - 2]`` so points outside the path
         extrapolate along the first or last segment.
         """
-        p = self._rows(pid, s)
-        s = self.wrap_s(pid, s)
-        ds = self.ds[p]
-        m = self.num_samples[p]
+        s = s.to(device=self.device, dtype=self.dtype)
+        closed = self._per_row(self.closed, pid, s)
+        ds = self._per_row(self.ds, pid, s)
+        m = self._per_row(self.num_samples, pid, s)
+        s = torch.where(closed, torch.remainder(s, self._per_row(self.length, pid, s)), s)
         idx = torch.floor(s / ds).to(torch.int64)
-        idx = torch.where(self.closed[p], torch.remainder(idx, m), idx.clamp(min=0))
-        idx = torch.where(self.closed[p], idx, torch.minimum(idx, m - 2))
-        return idx, s - idx.to(s.dtype) * ds
+        idx = torch.where(closed, torch.remainder(idx, m), torch.minimum(idx.clamp(min=0), m - 2))
+        rem = s - idx.to(s.dtype) * ds
+        return Location(idx=idx, rem=rem, frac=(rem / ds).clamp(0.0, 1.0))
+
+    def split(self, pid: Tensor, s: Tensor) -> tuple[Tensor, Tensor]:
+        """Segment index of arc lengths ``s`` and the distance past its start (:meth:`locate`)."""
+        loc = self.locate(pid, s)
+        return loc.idx, loc.rem
 
     def next_index(self, pid: Tensor, idx: Tensor) -> Tensor:
         """Sample after ``idx`` (wrapping on closed paths, clamped on open ones)."""
-        p = self._rows(pid, idx)
-        m = self.num_samples[p]
-        return torch.where(
-            self.closed[p], torch.remainder(idx + 1, m), torch.minimum(idx + 1, m - 1)
-        )
+        m = self._per_row(self.num_samples, pid, idx)
+        closed = self._per_row(self.closed, pid, idx)
+        return torch.where(closed, torch.remainder(idx + 1, m), torch.minimum(idx + 1, m - 1))
 
-    def interpolate(self, table: Tensor, rows: Tensor, pid: Tensor, s: Tensor) -> Tensor:
+    def interpolate(
+        self,
+        table: Tensor,
+        table_path: Tensor,
+        rows: Tensor,
+        s: Tensor,
+        *,
+        loc: Location | None = None,
+    ) -> Tensor:
         """Linear interpolation of a per-sample ``table`` ``(R, M)`` at ``s`` on the rows' paths.
 
         Args:
-            table: values at the samples, one row per ``rows`` entry (e.g. speed profiles).
+            table: values at the samples of each row's path (e.g. speed profiles).
+            table_path: ``(R,)`` int64 path of each row of ``table``.
             rows: ``(N,)`` row of ``table`` for each query row.
-            pid: ``(N,)`` path of each query row.
             s: ``(N,)`` or ``(N, J)`` arc lengths [m].
+            loc: ``locate(table_path[rows], s)`` when the caller has it already.
         """
-        idx, rem = self.split(pid, s)
-        nxt = self.next_index(pid, idx)
-        p = self._rows(pid, s)
-        frac = (rem / self.ds[p]).clamp(0.0, 1.0)
-        r = self._rows(rows, s)
-        a = table[r, idx]
-        return a + frac * (table[r, nxt] - a)
+        if loc is None:
+            loc = self.locate(table_path[rows], s)
+        flat = self.padded().flat(as_column(rows, loc.idx), loc.idx)
+        return lerp_slots(self.pad_rows(table, table_path), flat, loc.frac)
 
     # ------------------------------------------------------------------ queries
+    def position(self, pid: Tensor, loc: Location) -> tuple[Tensor, Tensor]:
+        """World ``(x, y)`` [m] of each row's path at ``loc`` (shape of ``loc.idx``)."""
+        t = self.padded()
+        flat = t.flat(as_column(pid, loc.idx), loc.idx)
+        fwd, left = arc_offset(take(t.segment_curvature, flat), loc.rem)
+        cos_h, sin_h = take(t.cos_heading, flat), take(t.sin_heading, flat)
+        return (
+            take(t.x, flat) + fwd * cos_h - left * sin_h,
+            take(t.y, flat) + fwd * sin_h + left * cos_h,
+        )
+
     def sample(self, pid: Tensor, s: Tensor) -> PathSample:
         """Path attributes of each row's path at arc lengths ``s`` ``(N,)`` or ``(N, J)`` [m]."""
-        s = s.to(device=self.device, dtype=self.dtype)
-        idx, rem = self.split(pid, s)
-        nxt = self.next_index(pid, idx)
-        p = self._rows(pid, s)
-        frac = (rem / self.ds[p]).clamp(0.0, 1.0)
-        k_seg = self.segment_curvature[p, idx]
-        fwd, left = arc_offset(k_seg, rem)
-        cos_h, sin_h = self.cos_heading[p, idx], self.sin_heading[p, idx]
-
-        def lerp(table: Tensor) -> Tensor:
-            a = table[p, idx]
-            return a + frac * (table[p, nxt] - a)
-
+        loc = self.locate(pid, s)
+        x, y = self.position(pid, loc)
+        t = self.padded()
+        flat = t.flat(as_column(pid, loc.idx), loc.idx)
         return PathSample(
-            x=self.xyz[p, idx, 0] + fwd * cos_h - left * sin_h,
-            y=self.xyz[p, idx, 1] + fwd * sin_h + left * cos_h,
-            z=lerp(self.xyz[..., 2]),
-            heading=self.heading[p, idx] + k_seg * rem,
-            curvature=lerp(self.curvature),
-            width_left=lerp(self.width_left),
-            width_right=lerp(self.width_right),
+            x=x,
+            y=y,
+            z=lerp_slots(t.z, flat, loc.frac),
+            heading=take(t.heading, flat) + take(t.segment_curvature, flat) * loc.rem,
+            curvature=lerp_slots(t.curvature, flat, loc.frac),
+            width_left=lerp_slots(t.width_left, flat, loc.frac),
+            width_right=lerp_slots(t.width_right, flat, loc.frac),
         )
 
     def nearest_index(self, pid: Tensor, points: Tensor, *, chunk: int = 2048) -> Tensor:
@@ -213,17 +285,23 @@ class PathBank:
         return self.window_argmin(pid, pts, out, 2)
 
     def window_argmin(self, pid: Tensor, points: Tensor, hint: Tensor, window: int) -> Tensor:
-        """Nearest sample among the ``2 window + 1`` samples around ``hint`` on each row's path."""
+        """Nearest sample among the ``2 window + 1`` samples around ``hint`` on each row's path.
+
+        Ties go to the first candidate (from ``hint - window`` upwards); the candidates are
+        wrapped on closed paths and clamped to the path on open ones.
+        """
+        t = self.padded(window)
         offsets = torch.arange(-window, window + 1, device=self.device)
-        cand = hint.to(self.device)[:, None] + offsets[None, :]
-        p = pid[:, None].expand_as(cand)
-        m = self.num_samples[p]
-        cand = torch.where(self.closed[p], torch.remainder(cand, m),
-                           torch.minimum(cand.clamp(min=0), m - 1))  # fmt: skip
+        hint = hint.to(self.device)
         pts = points.to(self.dtype)
-        d2 = (pts[:, None, 0] - self.xyz[p, cand, 0]).square()
-        d2 = d2 + (pts[:, None, 1] - self.xyz[p, cand, 1]).square()
-        return cand.gather(1, d2.argmin(dim=1, keepdim=True)).squeeze(1)
+        cand = t.flat(pid, hint)[:, None] + offsets[None, :]
+        d2 = (pts[:, 0:1] - take(t.x, cand)).square()
+        d2 = d2 + (pts[:, 1:2] - take(t.y, cand)).square()
+        best = hint + offsets[d2.argmin(dim=1)]
+        m = self.num_samples[pid]
+        return torch.where(
+            self.closed[pid], torch.remainder(best, m), torch.minimum(best.clamp(min=0), m - 1)
+        )
 
     def project(
         self, pid: Tensor, points: Tensor, hint: Tensor | None = None, *, window: int = 12
@@ -262,31 +340,31 @@ class PathBank:
         A point behind the normal at sample ``idx`` belongs to the arc of segment ``idx - 1``
         (chosen per row with ``where``, no host synchronisation).
         """
+        t = self.padded()
         m = self.num_samples[pid]
         closed = self.closed[pid]
+        ds = self.ds[pid]
+        px, py = pts[:, 0], pts[:, 1]
         fwd = torch.where(closed, idx, torch.minimum(idx, m - 2))
         prev = torch.where(closed, torch.remainder(idx - 1, m), (idx - 1).clamp(min=0))
-        rel = pts - self.xyz[pid, idx, :2]
-        behind = rel[:, 0] * self.cos_heading[pid, idx] + rel[:, 1] * self.sin_heading[pid, idx] < 0
+        near = t.flat(pid, idx)
+        behind = (px - take(t.x, near)) * take(t.cos_heading, near) + (py - take(t.y, near)) * take(
+            t.sin_heading, near
+        ) < 0
         base = torch.where(behind & (prev != fwd), prev, fwd)
-        rel = pts - self.xyz[pid, base, :2]
-        c, s_ = self.cos_heading[pid, base], self.sin_heading[pid, base]
-        k_seg = self.segment_curvature[pid, base]
-        along, d = project_on_arc(rel[:, 0] * c + rel[:, 1] * s_, rel[:, 1] * c - rel[:, 0] * s_,
-                                  k_seg)  # fmt: skip
-        nxt = self.next_index(pid, base)
-        frac = (along / self.ds[pid]).clamp(0.0, 1.0)
-
-        def lerp(table: Tensor) -> Tensor:
-            a = table[pid, base]
-            return a + frac * (table[pid, nxt] - a)
-
+        flat = t.flat(pid, base)
+        rel_x, rel_y = px - take(t.x, flat), py - take(t.y, flat)
+        c, s_ = take(t.cos_heading, flat), take(t.sin_heading, flat)
+        k_seg = take(t.segment_curvature, flat)
+        along, d = project_on_arc(rel_x * c + rel_y * s_, rel_y * c - rel_x * s_, k_seg)
+        frac = (along / ds).clamp(0.0, 1.0)
+        s = base.to(self.dtype) * ds + along
         return Frenet(
-            s=self.wrap_s(pid, base.to(self.dtype) * self.ds[pid] + along),
+            s=torch.where(closed, torch.remainder(s, self.length[pid]), s),
             d=d,
-            heading=self.heading[pid, base] + k_seg * along,
-            curvature=lerp(self.curvature),
+            heading=take(t.heading, flat) + k_seg * along,
+            curvature=lerp_slots(t.curvature, flat, frac),
             index=idx,
-            width_left=lerp(self.width_left),
-            width_right=lerp(self.width_right),
+            width_left=lerp_slots(t.width_left, flat, frac),
+            width_right=lerp_slots(t.width_right, flat, frac),
         )

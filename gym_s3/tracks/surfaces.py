@@ -162,6 +162,12 @@ class SurfaceBatch:
             self.rect_id.index_copy(0, rows, other.rect_id),
         )
 
+    def index_copy_(self, rows: Tensor, other: SurfaceBatch) -> SurfaceBatch:
+        """Write the ``R`` layouts of ``other`` into rows ``rows`` ``(R,)`` in place."""
+        for name in ("base_mu", "base_id", "rects", "rect_mu", "rect_id"):
+            getattr(self, name).index_copy_(0, rows, getattr(other, name))
+        return self
+
     def where(self, mask: Tensor, other: SurfaceBatch) -> SurfaceBatch:
         """Row-wise ``mask ? other : self`` for equal-sized batches (sync-free partial reset)."""
         m1 = mask[:, None]
@@ -212,9 +218,38 @@ class SurfaceBatch:
         base_id = self.base_id.expand(n)[:, None]
         return torch.where(hit, mu_patch, base_mu), torch.where(hit, id_patch, base_id)
 
-    def friction_at(self, points: Tensor) -> Tensor:
-        """Peak friction [-] at world points ``(N, Q, 2)`` -> ``(N, Q)``."""
-        return self.lookup(points)[0]
+    def friction_at(
+        self, points: Tensor, *, centre: Tensor | None = None, reach: float = 0.0
+    ) -> Tensor:
+        """Peak friction [-] at world points ``(N, Q, 2)`` -> ``(N, Q)``.
+
+        With ``centre`` ``(N, 2)`` and ``reach`` [m] such that every point of row ``i`` lies
+        within ``reach`` of ``centre[i]`` (a car's wheels around its centre), eager CPU calls test
+        only the rows whose centre is within ``reach`` of one of their patches (identical values;
+        the others stand on their base surface). Compiled and accelerator calls test every row.
+        """
+        if centre is None or points.device.type != "cpu" or torch.compiler.is_compiling():
+            return self.lookup(points)[0]
+        rows = self._near(centre.to(points.dtype), reach).nonzero()[:, 0]
+        n = points.shape[0]
+        mu = self.base_mu.to(points.dtype).expand(n)[:, None].expand(n, points.shape[1])
+        if rows.numel() == 0:
+            return mu.clone()
+        near = self if self.num_layouts == 1 else self.index(rows)
+        return mu.index_copy(0, rows, near.lookup(points[rows])[0])
+
+    def _near(self, centre: Tensor, reach: float) -> Tensor:
+        """``(N,)`` bool: a real patch of the row lies within ``reach`` [m] of ``centre``.
+
+        Conservative: a point within ``reach`` of the centre can only be inside a rectangle whose
+        along and across distances from the centre are within its half sizes plus ``reach``.
+        """
+        cx, cy, c, s, hl, hw = self.rects.to(centre.dtype).unbind(-1)  # (B, P) each
+        rel_x, rel_y = centre[:, 0:1] - cx, centre[:, 1:2] - cy
+        reach = reach + 1e-3  # rounding margin
+        along = (rel_x * c + rel_y * s).abs() <= hl + reach
+        across = (rel_y * c - rel_x * s).abs() <= hw + reach
+        return (along & across & (hl >= 0)).any(dim=1)
 
 
 #: Most patches one episode may have (a road of 5 km holds 200 patches 25 m apart).

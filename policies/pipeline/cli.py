@@ -78,7 +78,12 @@ def register(subparsers: Any) -> None:
         "(default: cpu; the stand-in physics always runs on the CPU)",
     )
     p.add_argument(
-        "--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)"
+        "--threads",
+        type=int,
+        default=None,
+        help="torch intra-op CPU threads of every stage (0: torch's choice, one per core); if "
+        "omitted: $S3_TORCH_THREADS, else 1 unless OMP_NUM_THREADS is set (see gym_s3.threads: "
+        "more threads collapse when another process competes for the cores)",
     )
     p.set_defaults(func=_run)
 
@@ -96,12 +101,10 @@ def _run(args: argparse.Namespace) -> int:
     """``s3 pipeline``."""
     from dataclasses import replace
 
-    import torch
-
+    from gym_s3.threads import use_threads
     from policies.pipeline.run import preset, run_pipeline
 
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
+    use_threads(args.threads)
     config = preset(args.preset, seed=args.seed, eval_max_steps=args.eval_max_steps,
                     device=args.device, distill_backends=_names(args.distill),
                     policy_backends=_names(args.policies))  # fmt: skip

@@ -110,12 +110,23 @@ def _frames(count: int) -> str:
 
 def _speedup_table(speed: Mapping[str, Any]) -> str:
     kind = "compiled" if speed.get("standin_compiled") else "eager float64"
-    lines = [f"High-fidelity baseline: S3BeamNG-v0 on the open stand-in ({kind}), one car: "
-             f"**{speed['standin_steps_per_s']:.1f} env steps/s**.", "",
-             f"| backend | S3Distilled-v0 env steps/s (N = {speed['num_envs']}) | speed-up |",
-             "|---|---|---|"]  # fmt: skip
+    n = speed["num_envs"]
+    model = speed.get("vehicle_model_steps_per_s")
+    lines = [f"High-fidelity baselines, measured in this run: (a) S3BeamNG-v0 on the open "
+             f"stand-in ({kind}), one car driven through beamngpy over TCP, the BeamNG-like path: "
+             f"**{speed['standin_steps_per_s']:.1f} env steps/s**"]  # fmt: skip
+    if model is not None:
+        lines[0] += (f"; (b) the stand-in's vehicle model batched in-process at the same "
+                     f"N = {n} (eager float32, physics only): "
+                     f"**{model:,.0f} control steps/s**")  # fmt: skip
+    lines[0] += "."
+    lines += ["",
+              f"| backend | S3Distilled-v0 env steps/s (N = {n}) | speed-up vs (a) | vs (b) |",
+              "|---|---|---|---|"]  # fmt: skip
     for name, row in speed["backends"].items():
-        lines.append(f"| {name} | {row['steps_per_s']:,.0f} | {row['speedup']:,.0f}x |")
+        vs_model = row.get("speedup_vs_model", float("nan"))
+        lines.append(f"| {name} | {row['steps_per_s']:,.0f} | {row['speedup']:,.0f}x "
+                     f"| {vs_model:,.1f}x |")  # fmt: skip
     lines.append("")
     lines.append(f"Measured in this run with {speed['threads']} torch thread(s) on the CPU.")
     return "\n".join(lines) + "\n"

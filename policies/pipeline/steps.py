@@ -207,16 +207,55 @@ def _standin_rate(seconds: float, fast: bool) -> float:
     return rate
 
 
+def _vehicle_model_rate(n: int, seconds: float) -> float:
+    """Control steps per second of the stand-in's vehicle model batched in-process.
+
+    N cars of :class:`~gym_s3.vehicle.VehicleModel` (eager, float32, 50 physics substeps per
+    20 Hz control step) on a uniform-friction road with slalom controls: the high-fidelity
+    physics alone, without server, protocol, sensors or task layer.
+    """
+    import math
+
+    from gym_s3.tracks.friction import UniformFriction
+    from gym_s3.vehicle import VehicleModel
+
+    model = VehicleModel(dtype=torch.float32)
+    friction = UniformFriction(torch.full((n,), 1.0))
+    state = model.initial_state(torch.zeros(n), 0.0, 0.0, speed=15.0)
+    phase = torch.linspace(0.0, math.pi, n)
+
+    def controls(k: int) -> torch.Tensor:
+        steer = 0.3 * torch.sin(2 * math.pi * 0.5 * k * 0.05 + phase)
+        return torch.stack([steer, torch.full_like(steer, 0.4), torch.zeros_like(steer)], -1)
+
+    for k in range(2):  # warm-up
+        state = model.step(state, controls(k), friction)
+    steps, began = 0, time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        state = model.step(state, controls(steps), friction)
+        steps += 1
+    return steps * n / (time.perf_counter() - began)
+
+
 def stage_speedup(folder: Path, config: PipelineConfig, distill: StageOutcome) -> dict[str, Any]:
-    """Throughput of the distilled env per backend and of the stand-in, measured in this run."""
+    """Throughput of the distilled env per backend against two high-fidelity denominators.
+
+    (a) ``standin_steps_per_s``: one car of ``S3BeamNG-v0`` driven through beamngpy over TCP on
+    the stand-in (the BeamNG-like path a user of the real simulator has); (b)
+    ``vehicle_model_steps_per_s``: the stand-in's vehicle model batched in-process at the same N
+    (the physics alone, as fast as the high-fidelity model itself can go). Both in this run.
+    """
     standin = _standin_rate(max(config.speedup_seconds, 2.0), config.fast_standin)
+    model = _vehicle_model_rate(config.speedup_num_envs, config.speedup_seconds)
     rows = {}
     for name, ckpt in distill.result["checkpoints"].items():
         rate = _distilled_rate(name, ckpt, config.speedup_num_envs, config.speedup_seconds,
                                config.device)  # fmt: skip
-        rows[name] = {"steps_per_s": rate, "speedup": rate / standin}
+        rows[name] = {"steps_per_s": rate, "speedup": rate / standin,
+                      "speedup_vs_model": rate / model}  # fmt: skip
     result = {"num_envs": config.speedup_num_envs, "standin_steps_per_s": standin,
-              "standin_compiled": config.fast_standin, "device": config.device,
-              "threads": torch.get_num_threads(), "backends": rows}  # fmt: skip
+              "standin_compiled": config.fast_standin, "vehicle_model_steps_per_s": model,
+              "device": config.device, "threads": torch.get_num_threads(),
+              "backends": rows}  # fmt: skip
     (folder / "speedup.json").write_text(json.dumps(result, indent=2) + "\n")
     return result

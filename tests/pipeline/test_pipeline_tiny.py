@@ -32,6 +32,11 @@ def test_tiny_pipeline_end_to_end_and_resume(tmp_path):
     assert (tmp_path / "report.html").read_text().startswith("<!doctype html>")
     summary = json.loads((tmp_path / "report.json").read_text())
     assert summary["speedup"]["backends"]["bicycle"]["speedup"] > 1.0
+    # both denominators of the speed-up: one car through beamngpy, the batched vehicle model
+    assert (
+        summary["speedup"]["vehicle_model_steps_per_s"] > summary["speedup"]["standin_steps_per_s"]
+    )
+    assert "batched in-process" in text
     runs = json.loads((tmp_path / "evaluate" / "bicycle" / "results.json").read_text())["runs"]
     assert runs and runs[0]["condition"]["surface"] == "asphalt"
     assert list((tmp_path / "evaluate" / "bicycle").glob("*.gif"))
