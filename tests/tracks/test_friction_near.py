@@ -6,8 +6,8 @@ import math
 
 import torch
 
-from gym_s3.task import SEDAN_WHEEL_OFFSETS
 from gym_s3.tracks.surfaces import RectPatch, SurfaceBatch, SurfaceLayout
+from gym_s3.vehicle.params import SEDAN
 
 
 def test_culled_friction_equals_the_full_lookup_at_patch_edges() -> None:
@@ -22,11 +22,11 @@ def test_culled_friction_equals_the_full_lookup_at_patch_edges() -> None:
     centre = torch.rand(n, 2, generator=gen, dtype=torch.float64) * torch.tensor([50.0, 20.0])
     centre -= torch.tensor([8.0, 6.0])
     yaw = torch.rand(n, generator=gen, dtype=torch.float64) * 2 * math.pi
-    off = torch.tensor(SEDAN_WHEEL_OFFSETS, dtype=torch.float64)
+    off = SEDAN.wheel_positions(dtype=torch.float64)
     c, s = torch.cos(yaw)[:, None], torch.sin(yaw)[:, None]
     wheels = torch.stack([centre[:, :1] + off[:, 0] * c - off[:, 1] * s,
                           centre[:, 1:] + off[:, 0] * s + off[:, 1] * c], -1)  # fmt: skip
-    reach = max(math.hypot(x, y) for x, y in SEDAN_WHEEL_OFFSETS)
+    reach = float(off.norm(dim=-1).max())
     full = per_car.lookup(wheels)[0]
     culled = per_car.friction_at(wheels, centre=centre, reach=reach)
     centre_inside = per_car.lookup(centre[:, None, :])[0][:, 0] < 1.0
