@@ -94,6 +94,7 @@ def drive_policy(
     noise_seeds: Sequence[int] = (0,),
     seed: int = 0,
     simulator: str = "model",
+    tag: str | None = None,
     **generate: Any,
 ) -> dict[str, Any]:
     """Drive ``policy`` with action noise and write a dataset to ``out``; returns its manifest.
@@ -106,6 +107,8 @@ def drive_policy(
         seed: seed of tracks, layouts and starts.
         simulator: ``"model"`` (the stand-in's vehicle model batched in-process); others are
             refused with a clear message.
+        tag: driver name in the logs (``policy:<tag>``; default: the shipped name or the
+            checkpoint's file stem).
         **generate: :class:`~gym_s3.data.generate_config.GenerateConfig` fields (``tracks``,
             ``surfaces``, ``patches``, ``cars``, ``episode_s``, ...); the ``tiny`` preset's
             otherwise when ``preset`` is given, else the default preset's.
@@ -120,6 +123,7 @@ def drive_policy(
     if not noise_seeds:
         raise ConfigError("give at least one noise seed (--seeds)")
     name, loaded = resolve_policy(policy)
+    name = tag or name
     base = generate.pop("preset", "default")
     config = preset(base, waves=len(noise_seeds), **generate)
     driver = policy_wave_driver(name, loaded, sigma, noise_seeds)
