@@ -7,8 +7,9 @@ observation. It runs without noise, perturbations or a speed scale, so its lap i
 best effort on the friction-aware target speeds, and a policy's ratio to it says how far the
 policy is from the driver that produced its training data.
 
-The controller itself is :class:`wheel_collector.expert.BatchedExpert`, imported at the one
-place below; the episode-loop redesign moves it into ``gym_s3`` (then only that import changes).
+The controller is the library's :class:`gym_s3.drivers.expert.BatchedExpert`; the road it reads
+(projection, target speeds, friction under the wheels) is the env's own
+:class:`~gym_s3.task.TrackingTask`, so the expert sees exactly what the task scores.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ EXPERT = "expert"
 
 def _expert_controller(seed: int) -> Any:
     """A one-car scripted expert without noise, perturbations or speed scale."""
-    from wheel_collector.expert import BatchedExpert
-    from wheel_collector.expert_config import ExpertConfig, PerturbationConfig
+    from gym_s3.drivers.expert import BatchedExpert, ExpertConfig, PerturbationConfig
 
     config = ExpertConfig(steer_noise=0.0, accel_noise=0.0, speed_scale=(1.0, 1.0),
                           perturbations=PerturbationConfig.none())  # fmt: skip
@@ -51,28 +51,21 @@ class ExpertDriver:
     def __init__(self, seed: int = 0) -> None:
         self._expert = _expert_controller(seed)
         self._env: Any = None
-        self._track: Any = None
 
     def start(self, env: Any) -> None:
         """A lap begins in ``env``: follow its reference path, layout and target speeds."""
-        from gym_s3.data.trackside import TrackSide
-
         inner = env.unwrapped
-        if not all(hasattr(inner, k) for k in ("ego", "reference", "layout")):
+        if not all(hasattr(inner, k) for k in ("ego", "task")):
             raise ConfigError(
                 f"the scripted expert drives S3BeamNG-v0 or one car of S3Distilled-v0 (it reads "
-                f"ego, reference and layout); got {type(inner).__name__}"
+                f"ego and task); got {type(inner).__name__}"
             )
-        config = inner.config  # S3BeamNG-v0 holds the pool settings, S3Distilled-v0 its scenario
-        pool = config.pool if hasattr(config, "pool") else config.scenario.pool
         self._env = inner
-        self._track = TrackSide.single(inner.reference, inner.layout, pool_config=pool)
         self._expert.reset()
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         """``(1, 2)`` float32 ``[steer, accel]`` for the car's state (``obs`` is not used)."""
         if self._env is None:
             raise ConfigError("ExpertDriver.act called before start(env)")
-        ego = self._env.ego
-        sample = self._track.measure(ego.x, ego.y, ego.yaw)
-        return self._expert.act(ego, sample, self._track).numpy()
+        ego, task = self._env.ego, self._env.task
+        return self._expert.act(ego, task.measure(ego), task).numpy()
