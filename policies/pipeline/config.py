@@ -133,7 +133,7 @@ PRESETS: dict[str, PipelineConfig] = {
         gif_every=4,
         speedup_num_envs=4096,
         speedup_seconds=3.0,
-        rollout_overrides={"cars": 64, "episode_s": 30.0},
+        rollout_overrides={"cars": 128, "episode_s": 30.0},
         round_distill_overrides={"epochs": 2},
     ),
     "full": PipelineConfig(),

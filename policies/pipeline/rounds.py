@@ -4,7 +4,7 @@ The expert's logs only cover the states the expert visits; a policy trained in t
 visits others, and there the distilled model is wrong (the sim-to-sim gap). After the first pass
 (data, distill, train, evaluate), round ``r = 1 .. K``:
 
-1. ``round<r>/rollouts``: drive the round's policies (those of the previous pass) with Gaussian
+1. ``round<r>/rollouts``: drive the round's policies (those the previous pass trained) with Gaussian
    action noise, ``rollout_seeds`` noise seeds, on the data preset's tracks, surfaces and patch
    layouts, in the batched high-fidelity vehicle model (:mod:`policies.rollouts`);
 2. ``round<r>/distill``: re-distil the trained backends on the expert data plus every round's
@@ -36,12 +36,16 @@ __all__ = ["rounds_markdown", "run_rounds", "stage_gap", "stage_rollouts"]
 def stage_rollouts(
     folder: Path, config: PipelineConfig, train: StageOutcome, round_index: int
 ) -> dict[str, Any]:
-    """Drive every evaluated policy with action noise; one dataset folder per policy."""
+    """Drive the round's policies with action noise; one dataset folder per policy.
+
+    The round's policies are those the pipeline trains (``policy_backends``; the shipped ones
+    do not change between rounds), or every evaluated policy when it trains none.
+    """
     from policies.rollouts import drive_policy
 
     overrides = {**config.data_overrides, **config.rollout_overrides}
     datasets: dict[str, str] = {}
-    for name in config.eval_policies:
+    for name in config.policy_backends or config.eval_policies:
         out = folder / name
         manifest = drive_policy(
             train.result["policies"][name], out, sigma=config.rollout_noise,
@@ -108,7 +112,8 @@ def run_rounds(
             root, f"round{r}/rollouts",
             {"train": prev_train.key, "noise": config.rollout_noise,
              "seeds": list(config.rollout_seeds), "overrides": config.rollout_overrides,
-             "data": data.key, "policies": list(config.eval_policies)},
+             "data": data.key,
+             "policies": list(config.policy_backends or config.eval_policies)},
             lambda d, r=r, t=prev_train: stage_rollouts(d, config, t, r), log=log,
         )  # fmt: skip
         rollouts += list(roll.result["datasets"].values())

@@ -79,3 +79,22 @@ def test_unknown_policy_and_simulator_are_refused(tmp_path):
         drive_policy("nope", tmp_path / "x")
     with pytest.raises(ConfigError, match="simulator"):
         drive_policy("ddm", tmp_path / "y", simulator="beamng")
+
+
+def test_open_loop_report_adds_policy_rollouts_per_surface(tmp_path):
+    """``add_rollouts`` reports the rollout windows per surface, apart from the expert tables."""
+    from gym_s3.distill.evaluate import add_rollouts, evaluate
+    from gym_s3.distill.windows import TensorWindows
+    from gym_s3.dynamics import default_checkpoint, load
+
+    drive_policy("ddm", tmp_path / "r", sigma=0.2, noise_seeds=(3,), seed=1, preset="tiny",
+                 **{**SMALL, "episode_s": 3.0})  # fmt: skip
+    rolled = TensorWindows(DrivingDataset.load(tmp_path / "r").windows(10, 20, stride=4))
+    models = {"bicycle": load(default_checkpoint("bicycle"))}
+    expert = {"results": {"bicycle": {}}, "horizons": [1, 20]}  # stands for an expert report
+    report = add_rollouts(expert, models, rolled, meta={"drivers": ["policy:ddm"]})
+    alone = evaluate(models, rolled, [1, 20])
+    assert report["results"] == {"bicycle": {}}  # the expert tables are left alone
+    assert report["rollouts"]["results"] == alone["results"]
+    assert {"surface:asphalt", "surface:ice"} <= set(report["rollouts"]["results"]["bicycle"])
+    assert report["rollouts"]["windows"] == len(rolled) > 0
