@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gym_s3.data.cli",
     "gym_s3.distill.cli",
     "policies.cli",
+    "policies.rollouts",
     "policies.scorecard",
     "policies.pipeline.cli",
 )

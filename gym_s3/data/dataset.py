@@ -191,6 +191,20 @@ class DrivingDataset:
         columns = {name: torch.from_numpy(np.concatenate(values)) for name, values in parts.items()}
         return DrivingDataset(episodes, columns, val_fraction=val_fraction, root=root)
 
+    @staticmethod
+    def load_folders(
+        folders: Sequence[str | Path], *, val_fraction: float = 0.15
+    ) -> DrivingDataset:
+        """Load the episodes of several dataset folders as one dataset (expert + rollouts).
+
+        One folder is :meth:`load` (its manifest is checked); several are read file by file
+        (every ``*.parquet`` below each, validated, without the manifest check).
+        """
+        if len(folders) == 1:
+            return DrivingDataset.load(folders[0], val_fraction=val_fraction)
+        files = [f for folder in folders for f in _resolve(folder)[1]]
+        return DrivingDataset.load(files, val_fraction=val_fraction)
+
     # ------------------------------------------------------------------ basic facts
     @property
     def num_samples(self) -> int:

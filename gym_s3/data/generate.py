@@ -21,7 +21,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from gym_s3.data.recorder import episode_file_name
 from gym_s3.data.schema import COLUMNS, SCHEMA_VERSION, EpisodeMeta, layout_to_dict
 from gym_s3.drivers.expert import EVENTS, BatchedExpert
 from gym_s3.errors import ConfigError
-from gym_s3.loop import drive
+from gym_s3.loop import Driver, drive
 from gym_s3.rows import ResetRows
 from gym_s3.safe_io import write_text_atomic
 from gym_s3.scenarios.pool import ScenarioPool
@@ -76,12 +76,21 @@ def _torch_threads(n: int) -> Iterator[None]:
 
 
 def build_tracks(config: GenerateConfig, seed: int) -> tuple[list[ReferencePath], list[int]]:
-    """The tracks of a dataset and their group (0 Putnam, 1 procedural, 2 town)."""
-    rng = np.random.default_rng([seed, 1])
-    proc = rng.choice(10_000, size=config.procedural_tracks, replace=False)
-    town = rng.choice(10_000, size=config.town_routes, replace=False)
-    names = ["putnam"] + [f"procedural:{s}" for s in proc] + [f"town:{s}" for s in town]
-    groups = [0] + [1] * len(proc) + [2] * len(town)
+    """The tracks of a dataset and their group (0 Putnam, 1 procedural, 2 town).
+
+    ``config.tracks`` names them when given; otherwise Putnam Park, ``procedural_tracks``
+    circuits and ``town_routes`` routes with seeds drawn from ``seed``.
+    """
+    if config.tracks:
+        names = list(config.tracks)
+    else:
+        rng = np.random.default_rng([seed, 1])
+        proc = rng.choice(10_000, size=config.procedural_tracks, replace=False)
+        town = rng.choice(10_000, size=config.town_routes, replace=False)
+        names = ["putnam"] + [f"procedural:{s}" for s in proc] + [f"town:{s}" for s in town]
+    kinds = ("putnam", "procedural", "town")
+    groups = [kinds.index(n.partition(":")[0]) if n.partition(":")[0] in kinds else 1
+              for n in names]  # fmt: skip
     return [get_track(name) for name in names], groups
 
 
@@ -161,6 +170,26 @@ def _record(cols: _Columns, k: int, st: VehicleState, yaw: Tensor, action: Tenso
 
 
 @dataclass(frozen=True)
+class WaveDriver:
+    """A driver of the waves other than the scripted expert (a policy with exploration noise).
+
+    Attributes:
+        name: the driver tag written into every episode (``meta.device`` and
+            ``meta.extra["driver"]``), e.g. ``"policy:ddm"``.
+        obs_mode: observation mode of the task the driver reads observations from.
+        make: ``(cars N, task, wave) -> driver`` of one wave (seed its noise from ``wave``).
+        extra: JSON details added to every episode's ``meta.extra`` (noise, checkpoint).
+        session_prefix: prefix of the session ids (keeps them apart from the expert's ``gen``).
+    """
+
+    name: str
+    obs_mode: str
+    make: Callable[[int, TrackingTask, int], Driver]
+    extra: dict[str, Any]
+    session_prefix: str
+
+
+@dataclass(frozen=True)
 class Wave:
     """What one wave of cars drove.
 
@@ -213,8 +242,11 @@ def run_wave(
     seed: int,
     wave: int,
     progress: Progress | None = None,
+    driver: WaveDriver | None = None,
 ) -> Wave:
     """Drive one wave of ``config.cars`` cars: task + vehicle-model cars + scripted expert.
+
+    ``driver`` replaces the expert (its task observes in ``driver.obs_mode``).
 
     Every car drives one episode; :class:`~gym_s3.task.TrackingTask` (with
     :meth:`GenerateConfig.task`'s margins) decides where it ends, exactly as in the envs. Row
@@ -224,12 +256,14 @@ def run_wave(
     n, steps = config.cars, config.steps
     g = torch.Generator().manual_seed(int(seed) * 1_000_003 + wave)
     variant = _draw_variants(pool, groups, config, n, g, wave)
-    task = TrackingTask(pool, n, config.task(), params=SEDAN)
+    rules = config.task() if driver is None else replace(config.task(), obs_mode=driver.obs_mode)
+    task = TrackingTask(pool, n, rules, params=SEDAN)
     start, s0 = _starts(task, variant, config, g)
     cars = VehicleModelCars(VehicleModel(SEDAN), n)
     every = ResetRows(torch.ones(n, dtype=torch.bool))
     ego = cars.place(every, start, task.wheel_friction(start.ego()))
     expert = BatchedExpert(n, config.expert, seed=int(seed) * 7919 + wave)
+    act = expert.act if driver is None else driver.make(n, task, wave)
     cols = _Columns(steps, n)
     unwrapped = {"yaw": cars.state.yaw.double().clone(), "last": cars.state.yaw}
 
@@ -241,8 +275,9 @@ def run_wave(
             unwrapped["last"] = st.yaw
         _record(cols, k, st, unwrapped["yaw"], action, controls_from_action(action), sample)
 
-    ends = drive(task, cars, expert.act, ego, steps, record=record, progress=progress)
-    counts = {name: expert.event_count[:, i].numpy() for i, name in enumerate(EVENTS)}
+    ends = drive(task, cars, act, ego, steps, record=record, progress=progress)
+    counts = {} if driver is not None else {
+        name: expert.event_count[:, i].numpy() for i, name in enumerate(EVENTS)}  # fmt: skip
     return Wave(cols.data, ends.rows.numpy(), variant, s0, counts, ends.reason.numpy())
 
 
@@ -253,6 +288,7 @@ def generate_dataset(
     *,
     preset_name: str = "custom",
     progress: Progress | None = None,
+    driver: WaveDriver | None = None,
 ) -> dict[str, Any]:
     """Generate a dataset into ``out`` (must be empty or new) and write its manifest.
 
@@ -262,6 +298,7 @@ def generate_dataset(
         seed: the seed; the same seed and config give the same content hash.
         preset_name: recorded in the manifest.
         progress: called with ``(done, total)`` control steps.
+        driver: who drives (``None``: the scripted expert); see :class:`WaveDriver`.
 
     Returns:
         The manifest (also written to ``out/manifest.json``).
@@ -289,8 +326,8 @@ def generate_dataset(
                 if progress is not None:
                     progress(base + k, total)
 
-            driven = run_wave(pool, groups, config, seed, wave, tick)
-            entries += _write_wave(out, pool, paths, config, seed, wave, driven)
+            driven = run_wave(pool, groups, config, seed, wave, tick, driver)
+            entries += _write_wave(out, pool, paths, config, seed, wave, driven, driver)
     if progress is not None:
         progress(config.steps * config.waves, config.steps * config.waves)
     rows = sum(e["rows"] for e in entries)
@@ -305,6 +342,7 @@ def generate_dataset(
         "hours": rows * CONTROL_DT_S / 3600.0,
         "generation_s": round(time.perf_counter() - began, 3),
         "files": entries,
+        **({"driver": driver.name, "driver_extra": driver.extra} if driver else {}),
     }
     write_text_atomic(out / MANIFEST_NAME, json.dumps(manifest, indent=1, sort_keys=True))
     marker.unlink()
@@ -330,7 +368,7 @@ def _check_writable(out: Path) -> None:
 
 def _write_wave(
     out: Path, pool: ScenarioPool, paths: list[ReferencePath], config: GenerateConfig, seed: int,
-    wave: int, driven: Wave,
+    wave: int, driven: Wave, driver: WaveDriver | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Write one episode file per car of a wave; returns the manifest entries."""
     entries = []
@@ -338,6 +376,10 @@ def _write_wave(
                                       driven.start_s, driven.events)  # fmt: skip
     vehicle = SEDAN.to_dict()
     expert_json = json.loads(json.dumps(asdict(config.expert), default=str))
+    prefix = "gen" if driver is None else driver.session_prefix
+    about: dict[str, Any] = (
+        {"expert": expert_json} if driver is None else {"driver": driver.name, **driver.extra}
+    )
     for car in range(config.cars):
         rows = int(end[car])
         if rows < 2:
@@ -346,10 +388,10 @@ def _write_wave(
         v = int(variant[car])
         path = paths[int(pool.variant_path[v])]
         meta = EpisodeMeta(
-            session_id=f"gen{seed}-w{wave:03d}-c{car:05d}",
+            session_id=f"{prefix}{seed}-w{wave:03d}-c{car:05d}",
             episode_id="e0",
             source="standin-batched",
-            device="scripted-expert",
+            device="scripted-expert" if driver is None else driver.name,
             track=path.name,
             layout=layout_to_dict(pool.layouts[v]),
             track_labels=path.labels,
@@ -360,7 +402,7 @@ def _write_wave(
                 "start_s": round(float(s0[car]), 3),
                 "end_reason": "time" if rows == config.steps else "terminated",
                 "events": {name: int(c[car]) for name, c in counts.items()},
-                "expert": expert_json,
+                **about,
             },
         )
         name = episode_file_name(meta) + EPISODE_SUFFIX
@@ -384,6 +426,7 @@ __all__ = [
     "PRESETS",
     "GenerateConfig",
     "Wave",
+    "WaveDriver",
     "build_pool",
     "build_tracks",
     "generate_dataset",

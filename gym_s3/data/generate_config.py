@@ -34,6 +34,8 @@ class GenerateConfig:
         expert: the expert driver (gains, noise, perturbations); the defaults when ``None``.
         pool: speed-profile settings of the reference trajectories.
         threads: torch intra-op threads during generation (1 is fastest for these sizes).
+        tracks: track names to drive on instead of Putnam Park + ``procedural_tracks`` +
+            ``town_routes`` (empty: those); e.g. ``("putnam", "procedural:7")``.
     """
 
     procedural_tracks: int = 6
@@ -52,6 +54,7 @@ class GenerateConfig:
     expert: ExpertConfig | None = None
     pool: PoolConfig = field(default_factory=PoolConfig)
     threads: int = 1
+    tracks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.procedural_tracks < 0 or self.town_routes < 0:

@@ -87,6 +87,11 @@ def register(subparsers: Any) -> None:
         "--horizons", type=int, nargs="+", default=[1, 5, 20, 60],
         help="horizons [steps of 0.05 s]",
     )  # fmt: skip
+    ev.add_argument(
+        "--rollouts", nargs="+", default=None, metavar="DIR",
+        help="folders of policy-driven logs (s3 rollouts) not trained on: also report the "
+        "errors on all their episodes, per surface and label, next to the expert-log tables",
+    )  # fmt: skip
     ev.add_argument("--split", default="val", choices=("val", "train", "all"), help="data split")
     ev.add_argument("--stride", type=int, default=5, help="anchor every STRIDE-th row [rows]")
     ev.add_argument("--history", type=int, default=10, help="history rows of the windows")
@@ -186,6 +191,17 @@ def run_evaluate(args: argparse.Namespace) -> int:
         meta={"dataset": str(args.dataset), "dataset_hash": dataset.content_hash,
               "split": args.split, "stride": args.stride, "checkpoints": sources},
     )  # fmt: skip
+    if args.rollouts:
+        from gym_s3.data.dataset import DrivingDataset
+        from gym_s3.distill.evaluate import add_rollouts
+
+        held_out = DrivingDataset.load_folders(args.rollouts, val_fraction=args.val_fraction)
+        rolled = held_out.windows(args.history, max(args.horizons), stride=args.stride)
+        rolled = {k: v.to(args.device) for k, v in rolled.items()}
+        drivers = sorted({e.meta.device for e in held_out.episodes})
+        add_rollouts(report, backends, TensorWindows(rolled),
+                     meta={"folders": [str(r) for r in args.rollouts], "drivers": drivers,
+                           "dataset_hash": held_out.content_hash})  # fmt: skip
     path = write_report(report, args.out, plots=not args.no_plots)
     print_tables(report)
     print(f"report: {path}")

@@ -10,8 +10,10 @@ with the recorded actions and wheel friction, feeding back its own predictions. 
 * ``yaw_rate`` [rad/s]: absolute yaw-rate difference.
 
 Errors are averaged over all windows, per base surface and per scenario label (a window counts for
-every label it carries). :func:`write_report` stores the numbers as JSON, prints rich tables and
-draws the plots (:mod:`gym_s3.distill.plots`).
+every label it carries). The windows come from expert logs; :func:`add_rollouts` adds the same
+errors on held-out episodes driven by policies (``s3 rollouts``), where a policy visits states the
+expert does not (report key ``"rollouts"``). :func:`write_report` stores the numbers as JSON,
+:func:`print_tables` prints rich tables and :mod:`gym_s3.distill.plots` draws the plots.
 """
 
 from __future__ import annotations
@@ -167,6 +169,26 @@ def evaluate(
     }
 
 
+def add_rollouts(
+    report: dict[str, Any],
+    backends: Mapping[str, DynamicsBackend],
+    windows: WindowSource,
+    *,
+    meta: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Add the errors on policy-rollout windows to ``report`` (key ``"rollouts"``); returns it.
+
+    Args:
+        report: a report of :func:`evaluate` (its horizons are used).
+        backends: the same backends.
+        windows: windows of held-out policy-driven episodes.
+        meta: where the rollouts come from (folders, drivers, hashes).
+    """
+    rollouts = evaluate(backends, windows, report["horizons"], meta=meta)
+    report["rollouts"] = {k: rollouts[k] for k in ("windows", "meta", "results")}
+    return report
+
+
 def write_report(report: Mapping[str, Any], out_dir: str | Path, *, plots: bool = True) -> Path:
     """Write ``evaluation.json`` (and the plots) into ``out_dir``; returns the JSON path."""
     out = Path(out_dir)
@@ -183,14 +205,24 @@ def write_report(report: Mapping[str, Any], out_dir: str | Path, *, plots: bool 
 def print_tables(report: Mapping[str, Any], horizon: int = 20, console: Any = None) -> None:
     """Rich tables: every metric at every horizon, and position error per surface and label."""
     from rich.console import Console
+
+    console = console or Console()
+    sections = [("expert logs", report["results"])]
+    if "rollouts" in report:
+        sections.append(("policy rollouts", report["rollouts"]["results"]))
+    for where, results in sections:
+        _print_section(report, results, where, horizon, console)
+
+
+def _print_section(report: Mapping[str, Any], results: Mapping[str, Any], where: str,
+                   horizon: int, console: Any) -> None:  # fmt: skip
+    """The tables of :func:`print_tables` for one set of windows (``where`` names them)."""
     from rich.markup import escape
     from rich.table import Table
 
-    console = console or Console()
-    results = report["results"]
     horizons = [str(h) for h in report["horizons"]]
     dt = report.get("dt") or 0.05
-    table = Table(title="open-loop error (mean over held-out windows)")
+    table = Table(title=f"open-loop error on {where} (mean over held-out windows)")
     table.add_column("backend")
     table.add_column("metric")
     for h in horizons:
@@ -206,7 +238,7 @@ def print_tables(report: Mapping[str, Any], horizon: int = 20, console: Any = No
         groups = sorted({g for res in results.values() for g in res if g.startswith(kind + ":")})
         if not groups:
             continue
-        t = Table(title=escape(f"position error [m] at {h} steps per {kind}"))
+        t = Table(title=escape(f"position error [m] at {h} steps per {kind} ({where})"))
         t.add_column("backend")
         for g in groups:
             t.add_column(g.split(":", 1)[1], justify="right")

@@ -78,6 +78,12 @@ def register(subparsers: Any) -> None:
         "(default: cpu; the stand-in physics always runs on the CPU)",
     )
     p.add_argument(
+        "--rounds", type=int, default=None,
+        help="policy-in-the-loop rounds after the first pass: drive the policies with action "
+        "noise in the high-fidelity model, add the logs, re-distil, retrain, evaluate and "
+        "measure the gap, per round [count] (default: 0)",
+    )  # fmt: skip
+    p.add_argument(
         "--threads",
         type=int,
         default=None,
@@ -107,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
     use_threads(args.threads)
     config = preset(args.preset, seed=args.seed, eval_max_steps=args.eval_max_steps,
                     device=args.device, distill_backends=_names(args.distill),
-                    policy_backends=_names(args.policies))  # fmt: skip
+                    policy_backends=_names(args.policies), rounds=args.rounds)  # fmt: skip
     if args.ppo_seconds is not None:
         ppo = {**config.ppo_preset_overrides, "time_budget_s": args.ppo_seconds}
         config = replace(config, ppo_preset_overrides=ppo)

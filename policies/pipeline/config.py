@@ -40,6 +40,15 @@ class PipelineConfig:
             (one-off compilation of up to a minute, then about 10x faster).
         speedup_num_envs: cars of the distilled-env throughput measurement.
         speedup_seconds: measuring time per backend [s].
+        rounds: policy-in-the-loop rounds after the first pass (``s3 pipeline --rounds K``):
+            drive the policies with action noise in the high-fidelity model, add the logs,
+            re-distil the trained backends, retrain the policies, evaluate and measure the gap.
+        rollout_noise: std of the Gaussian action noise of the round rollouts.
+        rollout_seeds: noise seeds of the round rollouts (one wave of cars each).
+        rollout_overrides: data-preset fields of the round rollouts (``cars``, ``episode_s``);
+            tracks, surfaces and patch layouts are the data preset's.
+        round_distill_overrides: training settings of the re-distillation in a round (few
+            epochs), applied over ``distill_overrides``.
         device: torch device of distillation, PPO and the distilled-env throughput (``"cuda"``
             for the ``full`` preset on a GPU); the stand-in physics always runs on the CPU.
     """
@@ -61,6 +70,11 @@ class PipelineConfig:
     fast_standin: bool = True
     speedup_num_envs: int = 4096
     speedup_seconds: float = 5.0
+    rounds: int = 0
+    rollout_noise: float = 0.1
+    rollout_seeds: tuple[int, ...] = (1, 2)
+    rollout_overrides: dict[str, Any] = field(default_factory=dict)
+    round_distill_overrides: dict[str, Any] = field(default_factory=dict)
     device: str = "cpu"
 
     def __post_init__(self) -> None:
@@ -75,6 +89,11 @@ class PipelineConfig:
             raise ConfigError(
                 f"device '{self.device}' asked for, but this torch build sees no CUDA GPU; "
                 "install a CUDA build of torch or use --device cpu"
+            )
+        if self.rounds < 0 or not self.rollout_noise >= 0 or not self.rollout_seeds:
+            raise ConfigError(
+                f"rounds must be >= 0 (got {self.rounds}), rollout_noise >= 0 (got "
+                f"{self.rollout_noise}) and rollout_seeds non-empty (got {self.rollout_seeds})"
             )
         for name in (*self.distill_backends,):
             if name not in BACKENDS:
@@ -121,6 +140,8 @@ PRESETS: dict[str, PipelineConfig] = {
         gif_every=4,
         speedup_num_envs=4096,
         speedup_seconds=3.0,
+        rollout_overrides={"cars": 128, "episode_s": 30.0},
+        round_distill_overrides={"epochs": 2},
     ),
     "full": PipelineConfig(),
     # seconds, for the end-to-end test
@@ -151,6 +172,8 @@ PRESETS: dict[str, PipelineConfig] = {
         fast_standin=False,
         speedup_num_envs=256,
         speedup_seconds=0.5,
+        rollout_seeds=(1,),
+        rollout_overrides={"cars": 8},
     ),
 }
 

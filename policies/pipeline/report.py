@@ -172,9 +172,17 @@ def figure_caption(image: str) -> str:
 
 
 def write_report(
-    root: Path, config: PipelineConfig, outcomes: Mapping[str, StageOutcome], *, wall_s: float
+    root: Path,
+    config: PipelineConfig,
+    outcomes: Mapping[str, StageOutcome],
+    *,
+    wall_s: float,
+    rounds: list[dict] | None = None,
 ) -> Path:
-    """Write ``report.md`` and ``report.html`` into ``root``; returns the Markdown path."""
+    """Write ``report.md`` and ``report.html`` into ``root``; returns the Markdown path.
+
+    ``rounds`` (``s3 pipeline --rounds K``) adds the gap and lap results per round.
+    """
     data, distill = outcomes["data"].result, outcomes["distill"].result
     train, evaluation = outcomes["train"].result, outcomes["evaluate"].result
     speed = outcomes["speedup"].result
@@ -182,10 +190,11 @@ def write_report(
     policy_runs = {name: _read(path)["runs"] for name, path in evaluation["results"].items()}
     budgets = {name: training_budget(name, train) for name in policy_runs}
     score = build_scorecard(open_loop, policy_runs, budgets=budgets)
+    every = [*outcomes.values(), *(o for rnd in rounds or [] for o in rnd["stages"].values())]
     stage_lines = [
         f"| {o.name} | {'reused (inputs unchanged)' if o.skipped else f'ran in {o.wall_s:.0f} s'} "
         f"| `{o.key}` |"
-        for o in outcomes.values()
+        for o in every
     ]
     md = [
         "# Sim2Sim2Sim pipeline report",
@@ -233,8 +242,12 @@ def write_report(
         scorecard_markdown(score),
         "## 6. Speed-up of the distilled environment",
         _speedup_table(speed),
-        "## Figures",
     ]
+    if rounds:
+        from policies.pipeline.rounds import rounds_markdown
+
+        md += ["## 7. Policy-in-the-loop rounds", rounds_markdown(rounds)]
+    md += ["## Figures"]
     images = _images(root / "evaluate", root) + _images(root / "distill", root)
     for number, img in enumerate(images):
         md += [f"![{img}]({img})", "", f"*Figure {number + 1}. {figure_caption(img)}*", ""]

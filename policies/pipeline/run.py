@@ -9,7 +9,8 @@
 4. ``evaluate``: every policy in ``S3BeamNG-v0`` on the open stand-in (started in-process) on
    Putnam Park, per surface and with ice patches.
 5. ``speedup``: env steps per second of the distilled env and of the stand-in, measured now.
-6. ``report``: Markdown and HTML with tables, plots, GIFs and the backend scorecard.
+6. ``round<r>/...`` (``--rounds K``): policy-in-the-loop rounds (:mod:`policies.pipeline.rounds`).
+7. ``report``: Markdown and HTML with tables, plots, GIFs and the backend scorecard.
 
 Every stage is skipped when its inputs (settings and upstream results) are unchanged, and an
 interrupted run resumes at the first unfinished stage.
@@ -72,6 +73,12 @@ def run_pipeline(
          "seconds": config.speedup_seconds, "fast_standin": config.fast_standin},
         lambda d: steps.stage_speedup(d, config, outcomes["distill"]), log=log,
     )  # fmt: skip
-    report = write_report(root, config, outcomes, wall_s=time.perf_counter() - began)
+    rounds = None
+    if config.rounds > 0:
+        from policies.pipeline.rounds import run_rounds
+
+        rounds = run_rounds(root, config, outcomes, log=log)
+    report = write_report(root, config, outcomes, wall_s=time.perf_counter() - began,
+                          rounds=rounds)  # fmt: skip
     log(f"report: {report} (and {report.with_suffix('.html')})")
     return report

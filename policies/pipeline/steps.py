@@ -36,41 +36,76 @@ def stage_data(folder: Path, config: PipelineConfig) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- distill
-def stage_distill(folder: Path, config: PipelineConfig, data: StageOutcome) -> dict[str, Any]:
-    """Train the chosen backends, take the shipped ones for the rest, evaluate all open loop."""
+def stage_distill(
+    folder: Path,
+    config: PipelineConfig,
+    data: StageOutcome,
+    *,
+    extra_data: tuple[str, ...] = (),
+    previous: dict[str, str] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Train the chosen backends, take the shipped ones for the rest, evaluate all open loop.
+
+    Args:
+        folder: stage folder.
+        config: pipeline settings.
+        data: the data stage.
+        extra_data: further dataset folders trained on (policy rollouts of the rounds).
+        previous: checkpoints of the round before, evaluated next to the new ones as
+            ``"<name> (before)"`` (policy-in-the-loop rounds).
+        overrides: training settings over ``config.distill_overrides`` (a round's few epochs).
+
+    The open-loop report covers the held-out expert sessions and, when the dataset holds
+    policy-driven episodes, their held-out sessions too (report key ``"rollouts"``).
+    """
     from gym_s3.data.dataset import DrivingDataset
     from gym_s3.distill import recipes
-    from gym_s3.distill.evaluate import evaluate, print_tables, write_report
+    from gym_s3.distill.evaluate import add_rollouts, evaluate, print_tables, write_report
     from gym_s3.distill.windows import TensorWindows
     from gym_s3.dynamics import default_checkpoint, load
 
-    dataset = DrivingDataset.load(Path(data.result["dataset"]))
+    dataset = DrivingDataset.load_folders([data.result["dataset"], *extra_data])
     checkpoints: dict[str, str] = {}
     if config.distill_backends:
-        overrides = {"device": config.device, **config.distill_overrides}
+        settings = {"device": config.device, **config.distill_overrides, **(overrides or {})}
         written = recipes.run(dataset, folder / "checkpoints", config.distill_backends,
-                              overrides=overrides,
+                              overrides=settings,
                               command=f"s3 pipeline (seed {config.seed})")  # fmt: skip
         checkpoints.update({k: str(v) for k, v in written.items()})
     for name in BACKENDS:
         if name not in checkpoints:
             checkpoints[name] = str(default_checkpoint(name))
     val = dataset.split("val")
+    by_driver = {
+        driver: val.select_sessions(
+            e.meta.session_id for e in val.episodes if e.meta.device.startswith("policy:") == driver
+        )
+        for driver in (False, True)
+    }  # fmt: skip
     horizons = config.open_loop_horizons
-    windows = TensorWindows(val.windows(10, max(horizons), stride=4))
     models = {name: load(path) for name, path in checkpoints.items()}
-    report = evaluate(
-        models,
-        windows,
-        horizons,
-        meta={"dataset_hash": dataset.content_hash, "checkpoints": checkpoints},
-    )
+    for name, path in (previous or {}).items():
+        if name in config.distill_backends:
+            models[f"{name} (before)"] = load(path)
+    expert = by_driver[False] if by_driver[False].episodes else val
+    windows = TensorWindows(expert.windows(10, max(horizons), stride=4))
+    meta = {"dataset_hash": dataset.content_hash, "checkpoints": checkpoints}
+    report = evaluate(models, windows, horizons, meta=meta)
+    policy_val = by_driver[True]
+    if policy_val.episodes:
+        rolled = TensorWindows(policy_val.windows(10, max(horizons), stride=4))
+        if len(rolled):
+            drivers = sorted({e.meta.device for e in policy_val.episodes})
+            about = {"drivers": drivers, "episodes": len(policy_val.episodes)}
+            add_rollouts(report, models, rolled, meta=about)
     path = write_report(report, folder / "open_loop")  # fmt: skip
     print_tables(report)
     return {
         "checkpoints": checkpoints,
         "trained": list(config.distill_backends),
         "open_loop": str(path),
+        "samples": dataset.num_samples,
     }
 
 

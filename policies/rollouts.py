@@ -1,0 +1,209 @@
+"""Policy rollouts in the high-fidelity simulator: driving logs for policy-in-the-loop distillation.
+
+``s3 data drive POLICY`` drives a trained policy, with Gaussian exploration noise on its actions,
+through the same episode loop as ``s3 data generate`` (task + source of cars + driver +
+recorder) and writes the same episode files, manifest and labels. The expert's logs only cover
+the states the expert visits; a policy visits others (late braking on ice, sliding after a patch,
+recoveries), and that is where a distilled model is wrong. Adding these logs to the dataset and
+re-distilling is one round of ``s3 pipeline --rounds K``.
+
+The simulator is the high-fidelity vehicle model of the open stand-in, batched in-process
+(``VehicleModelCars``: many cars at once, the same physics the stand-in server steps). The
+policy is a driver: it reads the observations the task builds in the policy's observation mode.
+
+Noise: ``a = clip(policy(obs) + sigma * N(0, I), -1, 1)``, drawn from one CPU generator per wave
+seeded by that wave's noise seed; the clipped action is what the cars receive and what is
+recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from gym_s3.errors import ConfigError
+from gym_s3.observations import EgoState
+from gym_s3.task import TrackingTask
+from gym_s3.task_types import TrackSample
+from policies.checkpoint import SHIPPED_POLICIES, Policy, load_policy, shipped_policy
+
+__all__ = ["NoisyPolicyDriver", "drive_policy", "policy_wave_driver", "resolve_policy", "register"]
+
+
+def resolve_policy(name_or_path: str) -> tuple[str, Policy]:
+    """``(tag name, policy)`` of a shipped policy name or a checkpoint path."""
+    path = shipped_policy(name_or_path) if name_or_path in SHIPPED_POLICIES else name_or_path
+    if not Path(path).with_suffix(".json").is_file():
+        raise ConfigError(
+            f"no policy checkpoint '{name_or_path}'; give a shipped name "
+            f"({', '.join(SHIPPED_POLICIES)}) or the path of a checkpoint (.json sidecar)"
+        )
+    name = name_or_path if name_or_path in SHIPPED_POLICIES else Path(path).stem
+    return name, load_policy(path)
+
+
+class NoisyPolicyDriver:
+    """A policy as a driver of the episode loop, with Gaussian noise on its actions.
+
+    Args:
+        policy: the policy (its observation mode must be the task's).
+        sigma: standard deviation of the action noise (actions lie in ``[-1, 1]``).
+        seed: seed of the noise generator.
+    """
+
+    def __init__(self, policy: Policy, sigma: float, seed: int) -> None:
+        if not sigma >= 0.0:
+            raise ConfigError(f"action noise must be >= 0, got {sigma}")
+        self.policy, self.sigma = policy, float(sigma)
+        self.generator = torch.Generator().manual_seed(int(seed))
+
+    def __call__(self, ego: EgoState, sample: TrackSample, task: TrackingTask) -> Tensor:
+        """``(N, 2)`` clipped noisy actions for the cars' observations."""
+        obs = task.observe(ego, sample.mu).float()
+        action = torch.as_tensor(self.policy.act(obs)).float().cpu()
+        if self.sigma > 0:
+            action = action + self.sigma * torch.randn(action.shape, generator=self.generator)
+        return action.clamp(-1.0, 1.0).to(device=task.device, dtype=task.dtype)
+
+
+def policy_wave_driver(name: str, policy: Policy, sigma: float, noise_seeds: Sequence[int]) -> Any:
+    """The :class:`~gym_s3.data.generate.WaveDriver` of a policy: wave ``w`` uses seed ``w``."""
+    from gym_s3.data.generate import WaveDriver
+
+    seeds = [int(s) for s in noise_seeds]
+
+    def make(n: int, task: TrackingTask, wave: int) -> NoisyPolicyDriver:
+        return NoisyPolicyDriver(policy, sigma, seeds[wave])
+
+    extra = {"action_noise": float(sigma), "noise_seeds": seeds,
+             "policy_checkpoint": str(policy.path), "policy_backend": policy.backend}  # fmt: skip
+    return WaveDriver(name=f"policy:{name}", obs_mode=policy.obs_mode, make=make, extra=extra,
+                      session_prefix=f"pol-{name}-")  # fmt: skip
+
+
+def drive_policy(
+    policy: str,
+    out: str | Path,
+    *,
+    sigma: float = 0.1,
+    noise_seeds: Sequence[int] = (0,),
+    seed: int = 0,
+    simulator: str = "model",
+    tag: str | None = None,
+    **generate: Any,
+) -> dict[str, Any]:
+    """Drive ``policy`` with action noise and write a dataset to ``out``; returns its manifest.
+
+    Args:
+        policy: a shipped policy name or a checkpoint path.
+        out: output folder (new or empty).
+        sigma: action noise.
+        noise_seeds: one wave of cars per seed.
+        seed: seed of tracks, layouts and starts.
+        simulator: ``"model"`` (the stand-in's vehicle model batched in-process); others are
+            refused with a clear message.
+        tag: driver name in the logs (``policy:<tag>``; default: the shipped name or the
+            checkpoint's file stem).
+        **generate: :class:`~gym_s3.data.generate_config.GenerateConfig` fields (``tracks``,
+            ``surfaces``, ``patches``, ``cars``, ``episode_s``, ...); the ``tiny`` preset's
+            otherwise when ``preset`` is given, else the default preset's.
+    """
+    from gym_s3.data.generate import generate_dataset, preset
+
+    if simulator != "model":
+        raise ConfigError(
+            f"--simulator {simulator}: policy rollouts run in the batched high-fidelity vehicle "
+            "model only ('model'); the stand-in server / BeamNG.tech path is not built yet"
+        )
+    if not noise_seeds:
+        raise ConfigError("give at least one noise seed (--seeds)")
+    name, loaded = resolve_policy(policy)
+    name = tag or name
+    base = generate.pop("preset", "default")
+    config = preset(base, waves=len(noise_seeds), **generate)
+    driver = policy_wave_driver(name, loaded, sigma, noise_seeds)
+    return generate_dataset(out, config, seed, preset_name=f"rollouts:{base}", driver=driver)
+
+
+# ---------------------------------------------------------------------------------- CLI
+def register(subparsers: Any) -> None:
+    """Add ``s3 rollouts`` (policy rollouts with exploration noise) to the ``s3`` parser."""
+    p = subparsers.add_parser(
+        "rollouts",
+        help="drive a policy with action noise in the high-fidelity vehicle model and log it",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("policy", help=f"shipped policy ({', '.join(SHIPPED_POLICIES)}) or checkpoint")
+    p.add_argument("--out", required=True, help="output folder of the logs (new or empty)")
+    p.add_argument("--tracks", nargs="+", default=None,
+                   help="tracks (putnam, procedural:SEED, town:SEED); default: the data preset's "
+                        "Putnam Park + procedural circuits + town routes")  # fmt: skip
+    p.add_argument(
+        "--surfaces",
+        nargs="+",
+        default=None,
+        help="base surfaces, each driven equally often (default: all)",
+    )
+    p.add_argument(
+        "--ice-patches",
+        nargs=2,
+        type=int,
+        default=None,
+        metavar=("MIN", "MAX"),
+        help="ice patches per layout, drawn in MIN..MAX (default: 1 6)",
+    )
+    p.add_argument(
+        "--layouts", type=int, default=None, help="patch layouts per track and surface (default: 2)"
+    )
+    p.add_argument("--cars", type=int, default=64, help="cars per wave (default: 64)")
+    p.add_argument(
+        "--episode-s", type=float, default=60.0, help="longest episode [s] (default: 60)"
+    )
+    p.add_argument(
+        "--action-noise",
+        type=float,
+        default=0.1,
+        help="std of the Gaussian noise added to the actions in [-1, 1] (default 0.1)",
+    )
+    p.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=[0],
+        help="noise seeds, one wave of --cars cars each (default: 0)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of tracks, patch layouts and starts (default: 0)"
+    )
+    p.add_argument(
+        "--simulator",
+        choices=("model",),
+        default="model",
+        help="model: the open stand-in's vehicle model, batched in-process (default)",
+    )
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from gym_s3.data.generate import summary_line
+    from gym_s3.tracks.surfaces import PatchConfig
+
+    options: dict[str, Any] = {"cars": args.cars, "episode_s": args.episode_s,
+                               "layouts_per_surface": args.layouts}  # fmt: skip
+    if args.tracks:
+        options["tracks"] = tuple(args.tracks)
+    if args.surfaces:
+        options["surfaces"] = tuple(args.surfaces)
+    if args.ice_patches:
+        options["patches"] = PatchConfig(count=tuple(args.ice_patches))
+    manifest = drive_policy(args.policy, args.out, sigma=args.action_noise,
+                            noise_seeds=args.seeds, seed=args.seed, simulator=args.simulator,
+                            **options)  # fmt: skip
+    print(f"{manifest['driver']}: {summary_line(manifest)} -> {args.out}")
+    return 0
