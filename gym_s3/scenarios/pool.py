@@ -199,7 +199,8 @@ class ScenarioPool:
         passes. The time a car may take is derived from it (see ``TaskConfig.time_limit_factor``).
         """
         pid = self.variant_path[variant]
-        rest = self.pass_time[variant] - self.bank.interpolate(self.elapsed, variant, pid, start)
+        done = self.bank.interpolate(self.elapsed, self.variant_path, variant, start)
+        rest = self.pass_time[variant] - done
         return torch.where(self.bank.closed[pid], laps * self.pass_time[variant], rest)
 
     def filter(self, labels: Sequence[str] | None = None, *, match: str = "any") -> ScenarioPool:
