@@ -24,6 +24,7 @@ LABELS: tuple[str, ...] = (
     "low_friction",
     "friction_transition",
     "straight_cruising",
+    "trail_braking",
 )
 
 
@@ -40,6 +41,9 @@ class LabelThresholds:
         mu_transition: friction change within the window for ``friction_transition`` [-].
         straight_curvature: curvature below which the path counts as straight [1/m].
         straight_accel: longitudinal acceleration magnitude of ``straight_cruising`` [m/s^2].
+        trail_brake_decel: deceleration that, in the same sample as a lateral acceleration
+            above ``trail_brake_lat_acc``, makes a window ``trail_braking`` [m/s^2].
+        trail_brake_lat_acc: lateral acceleration of ``trail_braking`` [m/s^2].
     """
 
     hard_brake_decel: float = 4.0
@@ -50,6 +54,8 @@ class LabelThresholds:
     mu_transition: float = 0.2
     straight_curvature: float = 1.0 / 400.0
     straight_accel: float = 1.0
+    trail_brake_decel: float = 2.0
+    trail_brake_lat_acc: float = 2.0
 
 
 def label_mask(names: Iterable[str]) -> int:
@@ -120,6 +126,9 @@ def label_windows(
         "friction_transition": (vmax(mu) - vmin(mu)) > th.mu_transition,
         "straight_cruising": (vmax(kappa) < th.straight_curvature)
         & (vmax(accel.abs()) < th.straight_accel),
+        "trail_braking": (
+            (accel < -th.trail_brake_decel) & (lat > th.trail_brake_lat_acc) & valid
+        ).any(dim=1),
     }
     mask = torch.zeros_like(mu_mean, dtype=torch.int64)
     for i, name in enumerate(LABELS):
