@@ -23,7 +23,8 @@ class GenerateConfig:
         track_weights: sampling weights of Putnam Park, procedural circuits, town routes.
         surfaces: base surfaces (every one is used).
         layouts_per_surface: surface layouts (ice-patch placements) per track and surface.
-        patches: ice-patch distribution of each layout.
+        patches: ice-patch distribution of each layout (placed at braking zones and apexes by
+            default, where they bite).
         cars: cars driven at once in a wave.
         waves: number of waves.
         episode_s: longest episode [s].
@@ -43,7 +44,9 @@ class GenerateConfig:
     track_weights: tuple[float, float, float] = (0.3, 0.45, 0.25)
     surfaces: tuple[str, ...] = SURFACE_NAMES
     layouts_per_surface: int = 2
-    patches: PatchConfig = field(default_factory=lambda: PatchConfig(count=(1, 6)))
+    patches: PatchConfig = field(
+        default_factory=lambda: PatchConfig(count=(1, 6), placement="corners")
+    )
     cars: int = 256
     waves: int = 1
     episode_s: float = 40.0

@@ -207,4 +207,8 @@ class BatchedExpert:
             on["throttle_burst"], torch.maximum(accel, size["throttle_burst"]), accel
         )
         accel = torch.where(on["hard_brake"], -size["hard_brake"], accel)
+        cornering = delta_path.abs() > torch.atan(torch.tensor(cfg.wheelbase_m / 150.0))
+        accel = torch.where(
+            on["trail_brake"] & cornering, torch.minimum(accel, -size["trail_brake"]), accel
+        )
         return torch.stack([steer, accel], dim=-1).clamp(-1.0, 1.0).float()

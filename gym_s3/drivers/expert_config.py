@@ -21,6 +21,7 @@ EVENTS: tuple[str, ...] = (
     "overspeed",
     "hard_brake",
     "throttle_burst",
+    "trail_brake",
 )
 
 
@@ -59,6 +60,9 @@ class PerturbationConfig:
         overspeed: the speed target is multiplied by ``magnitude`` [-].
         hard_brake: the brake pedal is pressed to ``magnitude`` [1].
         throttle_burst: the throttle is pressed to at least ``magnitude`` [1].
+        trail_brake: in a corner (path curvature ahead above 1/150 1/m) the brake pedal is held
+            at least at ``magnitude`` while the car turns in (braking at the friction limit
+            while cornering) [1].
     """
 
     late_braking: EventConfig = EventConfig(1.0, (2.0, 4.0), (20.0, 50.0))
@@ -67,6 +71,7 @@ class PerturbationConfig:
     overspeed: EventConfig = EventConfig(0.7, (3.0, 8.0), (1.1, 1.35))
     hard_brake: EventConfig = EventConfig(0.4, (0.5, 1.5), (0.6, 1.0))
     throttle_burst: EventConfig = EventConfig(0.6, (0.3, 1.5), (0.7, 1.0))
+    trail_brake: EventConfig = EventConfig(1.0, (1.0, 3.0), (0.3, 0.8))
 
     @staticmethod
     def none() -> PerturbationConfig:

@@ -24,6 +24,7 @@ LABELS: tuple[str, ...] = (
     "low_friction",
     "friction_transition",
     "straight_cruising",
+    "trail_braking",
 )
 
 
@@ -42,6 +43,9 @@ class LabelThresholds:
         straight_accel: longitudinal acceleration magnitude of ``straight_cruising`` [m/s^2].
         cruise_speed: speed the car must exceed through a ``straight_cruising`` window [m/s]
             (a parked or creeping car is not cruising).
+        trail_brake_decel: deceleration that, in the same sample as a lateral acceleration
+            above ``trail_brake_lat_acc``, makes a window ``trail_braking`` [m/s^2].
+        trail_brake_lat_acc: lateral acceleration of ``trail_braking`` [m/s^2].
     """
 
     hard_brake_decel: float = 4.0
@@ -53,6 +57,8 @@ class LabelThresholds:
     straight_curvature: float = 1.0 / 400.0
     straight_accel: float = 1.0
     cruise_speed: float = 5.0
+    trail_brake_decel: float = 2.0
+    trail_brake_lat_acc: float = 2.0
 
 
 def label_mask(names: Iterable[str]) -> int:
@@ -124,6 +130,9 @@ def label_windows(
         "straight_cruising": (vmax(kappa) < th.straight_curvature)
         & (vmax(accel.abs()) < th.straight_accel)
         & (vmin(speed) > th.cruise_speed),
+        "trail_braking": (
+            (accel < -th.trail_brake_decel) & (lat > th.trail_brake_lat_acc) & valid
+        ).any(dim=1),
     }
     mask = torch.zeros_like(mu_mean, dtype=torch.int64)
     for i, name in enumerate(LABELS):

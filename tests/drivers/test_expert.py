@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 import torch
@@ -200,3 +201,24 @@ def test_config_validation() -> None:
         ExpertConfig(kp_speed=-0.1)
     with pytest.raises(ConfigError, match="n >= 1"):
         BatchedExpert(0)
+
+
+def test_trail_brake_brakes_only_in_corners(putnam_pool: ScenarioPool) -> None:
+    """A trail-brake event holds the brake at its size in corners and is inert on straights."""
+    torch.set_num_threads(1)
+    always = EventConfig(1e9, (100.0, 100.0), (0.5, 0.5))
+    cfg = replace(QUIET, perturbations=replace(PerturbationConfig.none(), trail_brake=always))
+    n = 64
+    variant = torch.zeros(n, dtype=torch.int64)
+    s0 = torch.linspace(0.0, 2600.0, n)
+    track, ego = cars_on_road(putnam_pool, variant, s0)
+    smp = track.measure(ego)
+    braked = BatchedExpert(n, cfg, seed=0).act(ego, smp, track)[:, 1]
+    quiet = BatchedExpert(n, QUIET, seed=0).act(ego, smp, track)[:, 1]
+    look = (QUIET.lookahead_s * ego.v_long.clamp(min=0.0)).clamp(
+        QUIET.lookahead_min_m, QUIET.lookahead_max_m
+    )
+    curved = track.path_at(smp.s + 0.5 * look).curvature.abs() > 1.0 / 150.0
+    assert bool(curved.any()) and bool((~curved).any())
+    assert bool((braked[curved] <= -0.5 + 1e-6).all()), braked[curved]
+    assert torch.allclose(braked[~curved], quiet[~curved])

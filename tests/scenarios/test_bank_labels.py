@@ -79,4 +79,19 @@ def test_label_mask_validates_names():
     assert label_names(label_mask(["sharp_turn", "low_friction"])) == ("sharp_turn", "low_friction")
     with pytest.raises(ConfigError, match="valid labels"):
         label_mask(["drifting"])
-    assert len(LABELS) == 7
+    assert len(LABELS) == 8
+
+
+@pytest.mark.parametrize(
+    ("decel", "lat", "expected"),
+    [(2.1, 2.1, True), (1.9, 2.1, False), (2.1, 1.9, False)],
+)
+def test_trail_braking_needs_braking_and_cornering_in_one_sample(
+    decel: float, lat: float, expected: bool
+) -> None:
+    """Just above both thresholds in one sample labels ``trail_braking``; just below does not."""
+    speed = torch.full((1, 4), 10.0)
+    accel = torch.tensor([[0.0, -decel, 0.0, -3.0]])
+    curvature = torch.tensor([[0.0, lat / 100.0, 0.0, 0.0]])
+    mask = label_windows(speed, accel, curvature, torch.ones(1, 4))
+    assert ("trail_braking" in label_names(int(mask[0]))) is expected
