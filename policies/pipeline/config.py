@@ -108,7 +108,10 @@ class PipelineConfig:
 
 
 #: How long the ``quick`` preset takes, as ``s3 pipeline --help`` and the README state it.
-QUICK_DURATION = "about 8 minutes on an idle 2-core CPU, 5 of them the PPO time budget"
+QUICK_DURATION = (
+    "about 25 minutes on a 2-core CPU: 5 for the PPO time budget, about 14 for laps of five "
+    "policies beside the scripted expert"
+)
 
 #: ``quick`` (default): :data:`QUICK_DURATION`. It generates a small dataset, fits the
 #: bicycle and trains a short DDM, trains one short PPO policy on the DDM and uses the shipped
