@@ -109,7 +109,7 @@ class PipelineConfig:
 
 #: How long the ``quick`` preset takes, as ``s3 pipeline --help`` and the README state it.
 QUICK_DURATION = (
-    "about 25 minutes on a 2-core CPU: 5 for the PPO time budget, about 14 for laps of five "
+    "about 20 minutes on a 2-core CPU: 5 for the PPO time budget, about 13 for laps of five "
     "policies beside the scripted expert"
 )
 
