@@ -66,12 +66,12 @@ def evaluate_distilled_laps(
     import gymnasium as gym
 
     import gym_s3  # noqa: F401  (registers the ids)
-    from gym_s3.envs.pools import resolve_track
     from gym_s3.task import lap_task
+    from gym_s3.tracks.registry import cached_track
     from gym_s3.tracks.surfaces import lap_layout
 
     backend = backend or policy.backend
-    reference = resolve_track(track)
+    reference = cached_track(track)
 
     layouts: dict[tuple[str, int], Any] = {}  # kept for the plots
 

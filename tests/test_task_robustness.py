@@ -10,11 +10,11 @@ import pytest
 import torch
 from path_helpers import make_circle
 
-from gym_s3.envs.pools import resolve_track
 from gym_s3.errors import ConfigError
 from gym_s3.observations import EgoState
 from gym_s3.scenarios import PoolConfig, ScenarioPool
 from gym_s3.task import TaskConfig, TrackingTask
+from gym_s3.tracks.registry import cached_track
 from gym_s3.tracks.surfaces import (
     LayoutConfig,
     LayoutMix,
@@ -79,7 +79,7 @@ def _distance_to_apex(putnam, bands, apexes) -> np.ndarray:
 
 def test_corner_placement_puts_ice_in_braking_zones_apexes_and_exits():
     """Every ``corners`` patch lies within 20 m of a corner apex; uniform ones often do not."""
-    putnam = resolve_track("putnam")
+    putnam = cached_track("putnam")
     apexes = corner_apexes(putnam)
     assert len(apexes) == 11  # the 11 corners of the Putnam approximation
     rng = np.random.default_rng(0)
@@ -97,7 +97,7 @@ def test_corner_placement_puts_ice_in_braking_zones_apexes_and_exits():
 
 def test_layout_mix_draws_from_each_option_by_weight():
     """A mixture draws every option (and nothing else); zero weight never."""
-    putnam = resolve_track("putnam")
+    putnam = cached_track("putnam")
     mix = LayoutMix((LayoutConfig(base=("ice",)), LayoutConfig(base=("snow",)),
                      LayoutConfig(base=("gravel",))), weights=(3.0, 1.0, 0.0))  # fmt: skip
     rng = np.random.default_rng(0)

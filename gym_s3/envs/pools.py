@@ -41,7 +41,6 @@ _POOLS: dict[tuple[ScenarioConfig, str, torch.dtype], ScenarioSource] = {}
 
 
 #: The per-process track cache (kept under its old name for callers of this module).
-resolve_track = cached_track
 
 
 def draw_layouts(path: ReferencePath, config: ScenarioConfig) -> list[SurfaceLayout]:

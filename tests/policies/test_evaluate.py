@@ -12,8 +12,9 @@ from policy_helpers import untrained_policy
 
 from gym_s3.cli import main
 from gym_s3.envs.config import ScenarioConfig
-from gym_s3.envs.pools import resolve_track, scenario_source
+from gym_s3.envs.pools import scenario_source
 from gym_s3.errors import ConfigError
+from gym_s3.tracks.registry import cached_track
 from gym_s3.tracks.surfaces import lap_layout
 from policies.checkpoint import Policy
 from policies.evaluate import METRICS
@@ -31,7 +32,7 @@ def test_lap_layout_is_the_beamng_env_layout():
     pytest.importorskip("beamngpy")
     from gym_s3.envs.beamng import S3BeamNGEnv
 
-    putnam = resolve_track("putnam")
+    putnam = cached_track("putnam")
     env = S3BeamNGEnv(standin=True, surface="gravel", ice_patches=4, layout_seed=3)
     try:
         assert env.layout == lap_layout(putnam, "gravel", 4, 3)
@@ -43,7 +44,7 @@ def test_lap_layout_is_the_beamng_env_layout():
 
 def test_explicit_layouts_and_starts_build_one_scenario_per_layout_and_start():
     """``layouts`` replace the drawn layouts and ``starts`` the start spacing of the pool."""
-    putnam = resolve_track("putnam")
+    putnam = cached_track("putnam")
     layouts = (lap_layout(putnam, "asphalt"), lap_layout(putnam, "snow", 2, 1))
     cfg = ScenarioConfig(tracks=("putnam",), layouts=layouts, starts=(0.0, 500.0))
     pool = scenario_source(cfg).pool
@@ -73,7 +74,7 @@ def test_distilled_laps_drive_the_lap_from_a_standing_start(policy):
                                       max_steps=25, progress=False, expert=False)  # fmt: skip
     assert [(r.condition["surface"], r.condition["ice_patches"]) for r in results] == [
         ("asphalt", 0), ("asphalt", 3), ("ice", 0), ("ice", 3)]  # fmt: skip
-    putnam = resolve_track("putnam")
+    putnam = cached_track("putnam")
     for r in results:
         assert r.env == "S3Distilled-v0/bicycle"
         assert r.layout == lap_layout(putnam, r.condition["surface"], r.condition["ice_patches"])

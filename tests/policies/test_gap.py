@@ -56,10 +56,10 @@ def test_gap_drives_the_same_lap_in_both_simulators_and_writes_the_ratio(policy,
 
 def test_gap_metrics_lap_time_only_for_completed_laps_and_progress_at_120_s(policy):
     """lap_time is the driven time of a completed lap; progress_120s reads s at 120 s."""
-    from gym_s3.envs.pools import resolve_track
+    from gym_s3.tracks.registry import cached_track
     from policies.evaluate import RunResult
 
-    putnam = resolve_track("putnam")
+    putnam = cached_track("putnam")
     s = np.linspace(0.0, putnam.length * 2.0, 3000) % putnam.length  # wraps before 120 s
     empty = np.zeros(3000)
     done = RunResult("x", {}, {"cte_mean": 0.1, "cte_max": 0.2, "completion": 1.0, "steps": 3000,

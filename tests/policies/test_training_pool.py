@@ -8,8 +8,8 @@ import torch
 
 pytest.importorskip("torchrl")
 
-from gym_s3.envs.pools import resolve_track  # noqa: E402
 from gym_s3.errors import ConfigError  # noqa: E402
+from gym_s3.tracks.registry import cached_track  # noqa: E402
 from gym_s3.tracks.surfaces import SURFACES, sample_layout  # noqa: E402
 from policies.config import POOL_NAMES, preset  # noqa: E402
 from policies.pools import ALL_SURFACES, TRAINING_POOLS  # noqa: E402
@@ -20,7 +20,7 @@ from policies.robustness import ObservationNoise  # noqa: E402
 def test_all_surfaces_pool_has_every_surface_full_laps_corner_ice_and_transitions():
     """200 draws on Putnam: all six bases, full-ice and full-snow laps, long full-width ice."""
     assert set(POOL_NAMES) == set(TRAINING_POOLS)
-    putnam = resolve_track("putnam")
+    putnam = cached_track("putnam")
     rng = np.random.default_rng(0)
     layouts = [sample_layout(putnam, ALL_SURFACES, rng) for _ in range(200)]
     assert {lay.base for lay in layouts} == set(SURFACES)

@@ -13,10 +13,11 @@ import gym_s3  # noqa: F401  (registers the ids)
 from gym_s3.data.dataset import DrivingDataset
 from gym_s3.data.generate import generate_dataset, preset
 from gym_s3.envs.config import ScenarioConfig
-from gym_s3.envs.pools import resolve_track, scenario_source
+from gym_s3.envs.pools import scenario_source
 from gym_s3.errors import ConfigError, DataFormatError
 from gym_s3.scenarios.expert import expert_trajectories, expert_trajectory
 from gym_s3.spec import feature_index
+from gym_s3.tracks.registry import cached_track
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +54,7 @@ def test_road_edges_stay_where_the_track_has_them(logs):
     """The path's edges are the logged track's edges, moved by the driven lateral offset."""
     cols, meta = _episode(logs, 1)  # drives up to 0.44 m off the track's centreline
     traj = expert_trajectory(cols, meta)
-    track = resolve_track(meta.track)
+    track = cached_track(meta.track)
     probe = torch.linspace(10.0, traj.path.length - 10.0, 200, dtype=torch.float64)
     smp = traj.path.sample(probe)
     left_edge = torch.stack([smp.x - smp.width_left * torch.sin(smp.heading),
