@@ -104,10 +104,16 @@ class BackendCars:
         self.state: BackendState = backend.initial_state(zero_pose, zero_pose[:, 0], wheel_mu)
 
     def place(self, select: ResetRows, start: StartPose, wheel_mu: Tensor) -> EgoState:
-        """Fresh backend states at the start poses (learned backends prefill their history)."""
+        """Fresh backend states at the start poses (learned backends prefill their history).
+
+        Reset rows are written into the state's tensors in place (``ResetRows.put_``): the state
+        is this source's own (built here, or returned fresh by a backend step; nothing handed
+        out aliases it), and a learned backend's history is kilobytes per car, so copying all N
+        rows for R reset cars would dominate a partial reset.
+        """
         pose = torch.stack([start.x, start.y, start.yaw], dim=-1)
         fresh = self.backend.initial_state(pose, start.speed, wheel_mu)
-        self.state = select.put(self.state, fresh)
+        self.state = select.put_(self.state, fresh)
         return fresh.ego() if select.rows is not None else self.state.ego()
 
     def advance(self, action: Tensor, surfaces: SurfaceBatch, wheel_mu: Tensor) -> CarStep:

@@ -67,8 +67,8 @@ def evaluate_distilled_laps(
 
     import gym_s3  # noqa: F401  (registers the ids)
     from gym_s3.task import lap_task
+    from gym_s3.tracks.lap_layouts import lap_layout
     from gym_s3.tracks.registry import cached_track
-    from gym_s3.tracks.surfaces import lap_layout
 
     backend = backend or policy.backend
     reference = cached_track(track)

@@ -24,7 +24,13 @@ def add_lap_options(p: Any, *, surfaces: str, ice_patches: str) -> None:
         default=None,
         help="dynamics checkpoint of --backend (default: the shipped one)",
     )
-    p.add_argument("--surfaces", default=surfaces, help="comma-separated base surfaces of the laps")
+    p.add_argument(
+        "--surfaces",
+        default=surfaces,
+        help="comma-separated lap surfaces: a base surface (asphalt, asphalt_wet, gravel, dirt, "
+        "snow, ice) or a transition such as asphalt>ice (one 400 m full-width stretch of the "
+        "second surface; quote it in a shell)",
+    )
     p.add_argument(
         "--ice-patches",
         default=ice_patches,

@@ -13,9 +13,9 @@ from policies.evaluate import METRICS, RunResult
 
 
 def run_tag(result: RunResult) -> str:
-    """File-name tag of a run, e.g. ``asphalt_p4``."""
+    """File-name tag of a run, e.g. ``asphalt_p4`` (``asphalt-to-ice_p0`` for ``asphalt>ice``)."""
     c = result.condition
-    parts = [str(c.get("surface", "run"))]
+    parts = [str(c.get("surface", "run")).replace(">", "-to-")]
     if "ice_patches" in c:
         parts.append(f"p{c['ice_patches']}")
     if "label" in c:

@@ -3,9 +3,11 @@
 The labeller is :func:`gym_s3.scenarios.labels.label_windows` (the one the scenario pool uses for
 reference trajectories); this module only turns log rows into its inputs: measured speed
 ``v_long``, longitudinal acceleration ``ax``, curvature ``yaw_rate / max(v_long, 1)`` and the mean
-friction under the wheels. A sample is in an intersection when the track is a route with
-intersections (``"intersection"`` in its labels) and the car turns tighter than a 40 m radius,
-the same rule the scenario pool applies to reference paths.
+friction under the wheels, and, where the log has them, the body side-slip
+``|v_lat| / max(|v_long|, 1)`` and the slip ratio ``(omega r - v) / max(v, 1)`` of the fastest
+wheel (``r`` the sedan's rolling radius). A sample is in an intersection when the track is a
+route with intersections (``"intersection"`` in its labels) and the car turns tighter than a
+40 m radius, the same rule the scenario pool applies to reference paths.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import torch
 from torch import Tensor
 
 from gym_s3.scenarios.labels import LABELS, LabelThresholds, label_names, label_windows
+from gym_s3.vehicle.params import SEDAN
 
 #: Default labelling horizon: rows per labelled window (1 s at 20 Hz).
 LABEL_ROWS = 20
@@ -35,7 +38,9 @@ def label_inputs(
             row mask already (concatenated episodes of several tracks).
 
     Returns:
-        ``speed, accel, curvature, mu`` ``(T,)`` float32 and ``intersection`` ``(T,)`` bool.
+        ``speed, accel, curvature, mu`` ``(T,)`` float32, ``intersection`` ``(T,)`` bool, and
+        ``side_slip`` / ``wheel_slip`` ``(T,)`` float32 when the columns allow (``v_lat``;
+        ``omega_*``, NaN where a wheel speed is not reported).
     """
 
     def col(name: str) -> Tensor:
@@ -49,13 +54,20 @@ def label_inputs(
         route = torch.as_tensor(np.asarray(columns["intersection"]), dtype=torch.bool)
     else:
         route = torch.full_like(speed, "intersection" in track_labels, dtype=torch.bool)
-    return {
+    out = {
         "speed": speed,
         "accel": col("ax"),
         "curvature": curvature,
         "mu": mu,
         "intersection": route & (curvature.abs() > INTERSECTION_CURVATURE),
     }
+    if "v_lat" in columns:
+        out["side_slip"] = col("v_lat").abs() / speed.abs().clamp(min=1.0)
+    wheels = [f"omega_{w}" for w in ("fl", "fr", "rl", "rr")]
+    if all(w in columns for w in wheels):
+        rim = torch.stack([col(w) for w in wheels], dim=-1).nan_to_num(0.0).amax(-1)
+        out["wheel_slip"] = (rim * SEDAN.wheel_radius - speed) / speed.abs().clamp(min=1.0)
+    return out
 
 
 def labels_at(
@@ -89,6 +101,8 @@ def labels_at(
         inputs["curvature"][rows],
         inputs["mu"][rows],
         intersection=inputs["intersection"][rows],
+        side_slip=inputs["side_slip"][rows] if "side_slip" in inputs else None,
+        wheel_slip=inputs["wheel_slip"][rows] if "wheel_slip" in inputs else None,
         valid=valid,
         thresholds=thresholds or LabelThresholds(),
     )

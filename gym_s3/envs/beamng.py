@@ -35,9 +35,10 @@ from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
 from gym_s3.sources import SimLinkCars
 from gym_s3.spec import CONTROL_DT_S, single_action_space, single_observation_space
 from gym_s3.task import TaskConfig, TrackingTask, lap_task
+from gym_s3.tracks.lap_layouts import lap_layout, parse_lap_surface
 from gym_s3.tracks.path import ReferencePath
 from gym_s3.tracks.registry import cached_track
-from gym_s3.tracks.surfaces import SurfaceLayout, get_surface, lap_layout
+from gym_s3.tracks.surfaces import SurfaceLayout, get_surface
 
 __all__ = ["BeamNGConfig", "BeamNGEnvConfig", "EpisodeStepLimit", "S3BeamNGEnv"]
 
@@ -49,7 +50,9 @@ class BeamNGEnvConfig:
     Attributes:
         sim: simulator connection settings.
         track: built-in track name (see ``gym_s3.tracks``) used when ``reference`` is None.
-        surface: base surface name (asphalt, asphalt_wet, gravel, dirt, snow, ice).
+        surface: base surface name (asphalt, asphalt_wet, gravel, dirt, snow, ice), or a
+            transition lap such as ``"asphalt>ice"`` (one full-width stretch of the second
+            surface, see :mod:`gym_s3.tracks.lap_layouts`).
         ice_patches: number of ice patches placed along the track (seeded by ``layout_seed``).
         layout_seed: seed of the patch placement.
         layout: an explicit surface layout (overrides ``surface``/``ice_patches``).
@@ -120,7 +123,7 @@ class S3BeamNGEnv(gym.Env):
         cfg = replace(cfg, sim=sim, task=task, **{k: v for k, v in kwargs.items() if k in env_keys})
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}")
-        get_surface(cfg.surface)
+        parse_lap_surface(cfg.surface)
         if cfg.scenarios is not None or cfg.scenario is not None:
             placed = ("track", "surface", "ice_patches", "layout", "start_s", "target_speed")
             clash = sorted(k for k in placed if k in kwargs) + (["reference"] if reference else [])

@@ -25,6 +25,9 @@ LABELS: tuple[str, ...] = (
     "friction_transition",
     "straight_cruising",
     "trail_braking",
+    "sliding",
+    "wheel_spin",
+    "standing_start",
 )
 
 
@@ -46,6 +49,12 @@ class LabelThresholds:
         trail_brake_decel: deceleration that, in the same sample as a lateral acceleration
             above ``trail_brake_lat_acc``, makes a window ``trail_braking`` [m/s^2].
         trail_brake_lat_acc: lateral acceleration of ``trail_braking`` [m/s^2].
+        sliding_slip: body side-slip ``|v_lat| / max(|v_long|, 1)`` above which a window is
+            ``sliding`` (under- or oversteer past the tyres' linear range; about 5.7 deg) [-].
+        wheel_spin_slip: slip ratio ``(omega r - v) / max(v, 1)`` of the fastest wheel above which
+            a window is ``wheel_spin`` (throttle-induced spin) [-].
+        standstill_speed: a window that starts from below this speed [m/s] ...
+        launch_accel: ... and accelerates by more than this [m/s^2] is a ``standing_start``.
     """
 
     hard_brake_decel: float = 4.0
@@ -59,6 +68,10 @@ class LabelThresholds:
     cruise_speed: float = 5.0
     trail_brake_decel: float = 2.0
     trail_brake_lat_acc: float = 2.0
+    sliding_slip: float = 0.1
+    wheel_spin_slip: float = 0.2
+    standstill_speed: float = 1.0
+    launch_accel: float = 0.15
 
 
 def label_mask(names: Iterable[str]) -> int:
@@ -83,6 +96,8 @@ def label_windows(
     mu: Tensor,
     *,
     intersection: Tensor | None = None,
+    side_slip: Tensor | None = None,
+    wheel_slip: Tensor | None = None,
     valid: Tensor | None = None,
     thresholds: LabelThresholds = LabelThresholds(),
 ) -> Tensor:
@@ -94,6 +109,10 @@ def label_windows(
         curvature: ``(W, T)`` path curvature [1/m] (``yaw_rate / speed`` for logs).
         mu: ``(W, T)`` friction under the car (e.g. the mean of its wheels) [-].
         intersection: ``(W, T)`` bool, the sample lies in an intersection manoeuvre.
+        side_slip: ``(W, T)`` body side-slip ``|v_lat| / max(|v_long|, 1)`` [-] (measured
+            driving only; ``sliding`` is never set without it).
+        wheel_slip: ``(W, T)`` slip ratio of the fastest wheel [-] (measured driving only;
+            ``wheel_spin`` is never set without it; NaN counts as no slip).
         valid: ``(W, T)`` bool mask of real samples (windows may be padded).
         thresholds: label thresholds.
 
@@ -134,6 +153,14 @@ def label_windows(
             (accel < -th.trail_brake_decel) & (lat > th.trail_brake_lat_acc) & valid
         ).any(dim=1),
     }
+    never = torch.zeros_like(mu_mean, dtype=torch.bool)
+    flags["sliding"] = (
+        vmax(side_slip.nan_to_num(0.0)) > th.sliding_slip if side_slip is not None else never
+    )
+    flags["wheel_spin"] = (
+        vmax(wheel_slip.nan_to_num(0.0)) > th.wheel_spin_slip if wheel_slip is not None else never
+    )
+    flags["standing_start"] = (vmin(speed) < th.standstill_speed) & (vmax(accel) > th.launch_accel)
     mask = torch.zeros_like(mu_mean, dtype=torch.int64)
     for i, name in enumerate(LABELS):
         mask |= flags[name].to(torch.int64) << i

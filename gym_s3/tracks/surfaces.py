@@ -11,7 +11,7 @@ stand-in server, and the friction under a wheel is computed by one function,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -439,20 +439,6 @@ def band_to_rects(
             )
         )
     return rects
-
-
-def lap_layout(
-    path: ReferencePath, surface: str, ice_patches: int = 0, seed: int = 0
-) -> SurfaceLayout:
-    """The surface layout of an evaluation lap along ``path``.
-
-    ``surface`` everywhere plus ``ice_patches`` ice patches placed by ``seed``: the same lap in
-    ``S3BeamNG-v0`` and ``S3Distilled-v0``.
-    """
-    config = LayoutConfig(base=(get_surface(surface).name,))
-    if ice_patches:
-        config = replace(config, patches=PatchConfig(count=(ice_patches, ice_patches)))
-    return sample_layout(path, config, np.random.default_rng(seed))
 
 
 def sample_layout(

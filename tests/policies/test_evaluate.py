@@ -14,8 +14,8 @@ from gym_s3.cli import main
 from gym_s3.envs.config import ScenarioConfig
 from gym_s3.envs.pools import scenario_source
 from gym_s3.errors import ConfigError
+from gym_s3.tracks.lap_layouts import lap_layout
 from gym_s3.tracks.registry import cached_track
-from gym_s3.tracks.surfaces import lap_layout
 from policies.checkpoint import Policy
 from policies.evaluate import METRICS
 from policies.evaluate_distilled import evaluate_distilled_laps, evaluate_labels

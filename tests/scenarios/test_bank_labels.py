@@ -79,7 +79,7 @@ def test_label_mask_validates_names():
     assert label_names(label_mask(["sharp_turn", "low_friction"])) == ("sharp_turn", "low_friction")
     with pytest.raises(ConfigError, match="valid labels"):
         label_mask(["drifting"])
-    assert len(LABELS) == 8
+    assert len(LABELS) == 11
 
 
 @pytest.mark.parametrize(

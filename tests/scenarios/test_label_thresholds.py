@@ -96,3 +96,50 @@ def test_straight_cruising_thresholds(signal, threshold, kept_below):
 def test_a_parked_car_is_not_straight_cruising():
     """Standing still on a straight road is no label at all."""
     assert _labels(speed=(slice(None), 0.0)) == set()
+
+
+def _slip_labels(name: str, value: float) -> set[str]:
+    """Labels of the base window with one sample of ``name`` (side or wheel slip) at ``value``."""
+    slip = torch.zeros(1, T)
+    slip[0, 7] = value
+    signals = {"speed": torch.full((1, T), 10.0), "accel": torch.zeros(1, T),
+               "curvature": torch.zeros(1, T), "mu": torch.ones(1, T), name: slip}  # fmt: skip
+    return set(label_names(int(label_windows(**signals)[0])))
+
+
+@pytest.mark.parametrize(
+    ("signal", "label", "threshold"),
+    [("side_slip", "sliding", TH.sliding_slip), ("wheel_slip", "wheel_spin", TH.wheel_spin_slip)],
+)
+def test_slip_thresholds(signal, label, threshold):
+    """Side slip beyond ``sliding_slip`` is sliding; wheel slip beyond ``wheel_spin_slip`` spin."""
+    below, above = _around(threshold)
+    assert label not in _slip_labels(signal, below)
+    assert label in _slip_labels(signal, above)
+    assert label not in _slip_labels(signal, float("nan"))  # an unreported wheel speed
+
+
+def test_standing_start_needs_a_stop_and_a_launch():
+    """Below ``standstill_speed`` somewhere and accelerating beyond ``launch_accel``."""
+    slow_below, slow_above = _around(TH.standstill_speed)
+    acc_below, acc_above = _around(TH.launch_accel)
+    assert "standing_start" in _labels(speed=(0, slow_below), accel=(3, acc_above))
+    assert "standing_start" not in _labels(speed=(0, slow_above), accel=(3, acc_above))
+    assert "standing_start" not in _labels(speed=(0, slow_below), accel=(3, acc_below))
+    assert "standing_start" not in _labels(speed=(0, slow_below), accel=(3, -acc_above))
+
+
+def test_log_rows_give_slip_inputs():
+    """A log with a sideways-sliding car and a spinning wheel sets both labels, and no others."""
+    from gym_s3.data.labelling import episode_labels
+    from gym_s3.vehicle.params import SEDAN
+
+    n = 40
+    v = torch.full((n,), 10.0)
+    cols = {"v_long": v, "v_lat": torch.zeros(n), "ax": torch.zeros(n), "yaw_rate": torch.zeros(n),
+            **{f"mu_{w}": torch.ones(n) for w in ("fl", "fr", "rl", "rr")},
+            **{f"omega_{w}": v / SEDAN.wheel_radius for w in ("fl", "fr", "rl", "rr")}}  # fmt: skip
+    assert set(episode_labels(cols)) == {"straight_cruising"}
+    cols["v_lat"] = torch.where(torch.arange(n) == 25, 1.5, 0.0)  # 0.15 side slip
+    cols["omega_fl"] = torch.where(torch.arange(n) == 5, 14.0 / SEDAN.wheel_radius, v / 0.32)
+    assert {"sliding", "wheel_spin"} <= set(episode_labels(cols))

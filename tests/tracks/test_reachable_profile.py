@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from gym_s3.errors import DataFormatError
+from gym_s3.tracks.lap_layouts import lap_layout
 from gym_s3.tracks.reachable import TABLE_PATH, ReachableAccelerations
 from gym_s3.tracks.speed_profile import SpeedProfileConfig, speed_profile
 from gym_s3.tracks.surface_table import SURFACES
-from gym_s3.tracks.surfaces import SurfaceBatch, friction_along, lap_layout
+from gym_s3.tracks.surfaces import SurfaceBatch, friction_along
 
 TABLE = ReachableAccelerations.load()
 
