@@ -102,9 +102,10 @@ class GenerateConfig:
                           spin_heading_rad=self.spin_heading_rad)  # fmt: skip
 
 
-#: Named sizes: ``default`` (the dataset distillation is trained on) and ``tiny`` (tests).
+#: Named sizes: ``default`` (the dataset distillation is trained on: 4 waves of 256 cars, about
+#: 9.4 h of driving; the size study in the README says why) and ``tiny`` (tests).
 PRESETS: dict[str, GenerateConfig] = {
-    "default": GenerateConfig(),
+    "default": GenerateConfig(waves=4),
     "tiny": GenerateConfig(
         procedural_tracks=1, town_routes=1, layouts_per_surface=1, cars=12, waves=1, episode_s=3.0
     ),  # fmt: skip

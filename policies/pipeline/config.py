@@ -120,7 +120,7 @@ QUICK_DURATION = (
 #: full laps on every surface; meant for a GPU or a long CPU run.
 PRESETS: dict[str, PipelineConfig] = {
     "quick": PipelineConfig(
-        data_overrides={"cars": 128, "episode_s": 30.0},
+        data_overrides={"cars": 128, "waves": 1, "episode_s": 30.0},
         distill_backends=("bicycle", "ddm"),
         distill_overrides={"epochs": 4, "batches_per_epoch": 150},
         policy_backends=("ddm",),
