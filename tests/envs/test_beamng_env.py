@@ -59,6 +59,7 @@ def test_spaces_are_the_spec():
     env.close()
 
 
+@pytest.mark.slow  # ~25 s of driving; the ice-patch test below covers friction in the default run
 def test_braking_distance_scales_with_friction():
     """From 20 m/s, full braking on ice takes ~mu_asphalt/mu_ice (10x) the asphalt distance."""
     dist = {}

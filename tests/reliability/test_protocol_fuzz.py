@@ -8,8 +8,9 @@ and hold a finite world; every reply must be a well-formed map with the echoed `
 ``beamngpy`` client must still drive an episode; memory, threads and connections must return to
 bounds once the clients leave.
 
-The default run sends about 1,500 derandomized inputs (reproducible, about 30 s); the ``slow``
-test sends more than 10,000 (``tools/fuzz_standin.py`` runs the same campaign from the shell).
+The default test run sends a tenth of the default campaign (about 150 inputs); the ``slow``
+tests send the default campaign's 1,500 derandomized inputs (reproducible, about 40 s) and more
+than 10,000 (``tools/fuzz_standin.py`` runs the same campaign from the shell).
 """
 
 from __future__ import annotations
@@ -57,6 +58,17 @@ def test_oracle_tables_cover_the_dispatch_tables() -> None:
     assert set(VE_REPLY_TYPES) == set(VE_HANDLERS) == set(VE_FIELDS)
 
 
+def test_smoke_campaign_keeps_the_server_alive_and_the_client_driving() -> None:
+    """A tenth of the default campaign (about 150 inputs, every category) in the default run."""
+    pytest.importorskip("beamngpy")
+    report = run_campaign("default", multiplier=0.1, replays=1)
+    failures = [f for r in report.results for f in r.failures]
+    assert not failures, "\n\n".join(failures)
+    assert {r.key for r in report.results} == {c.key for c in CATEGORIES}
+    assert report.inputs >= 100 and report.beamngpy_runs == 3
+
+
+@pytest.mark.slow  # the default campaign takes ~40 s (pytest -m slow runs it)
 @pytest.mark.parametrize("key", [c.key for c in CATEGORIES])
 def test_category_finds_no_failure(default_report: CampaignReport, key: str) -> None:
     """Every input of the category kept the server alive, correct and finite (none failed)."""
@@ -66,17 +78,20 @@ def test_category_finds_no_failure(default_report: CampaignReport, key: str) -> 
     assert not result.failures, "\n\n".join(result.failures)
 
 
+@pytest.mark.slow  # the default campaign takes ~40 s (pytest -m slow runs it)
 def test_default_campaign_is_reproducible_size(default_report: CampaignReport) -> None:
     """The default run tries at least 1,500 inputs over the six categories."""
     assert default_report.inputs >= sum(c.default_examples for c in CATEGORIES) == 1500
 
 
+@pytest.mark.slow  # the default campaign takes ~40 s (pytest -m slow runs it)
 def test_resources_are_bounded_after_fuzzing(default_report: CampaignReport) -> None:
     """Memory stays flat over replays; threads, connections, vehicles return; nothing spins."""
     _assert_bounded(default_report)
     assert 0 < default_report.peak_threads < 40
 
 
+@pytest.mark.slow  # the default campaign takes ~40 s (pytest -m slow runs it)
 def test_real_client_drives_episodes_after_fuzzing(default_report: CampaignReport) -> None:
     """The real beamngpy client opened, made a scenario, stepped and polled a moving car."""
     assert default_report.beamngpy_runs == 3  # warm-up, after "unknown", after the replays

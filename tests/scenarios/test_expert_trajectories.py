@@ -22,9 +22,9 @@ from gym_s3.tracks.registry import cached_track
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small dataset of 20 s scripted-expert episodes (real generator, real Parquet files)."""
+    """A small dataset of 10 s scripted-expert episodes (real generator, real Parquet files)."""
     root = tmp_path_factory.mktemp("logs") / "data"
-    generate_dataset(root, preset("tiny", episode_s=20.0), seed=0, preset_name="tiny")
+    generate_dataset(root, preset("tiny", episode_s=10.0), seed=0, preset_name="tiny")
     return root
 
 
