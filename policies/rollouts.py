@@ -1,6 +1,6 @@
 """Policy rollouts in the high-fidelity simulator: driving logs for policy-in-the-loop distillation.
 
-``s3 data drive POLICY`` drives a trained policy, with Gaussian exploration noise on its actions,
+``s3 rollouts POLICY`` drives a trained policy, with Gaussian exploration noise on its actions,
 through the same episode loop as ``s3 data generate`` (task + source of cars + driver +
 recorder) and writes the same episode files, manifest and labels. The expert's logs only cover
 the states the expert visits; a policy visits others (late braking on ice, sliding after a patch,
