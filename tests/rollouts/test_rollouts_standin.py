@@ -94,7 +94,8 @@ def test_positions_move_along_the_track_with_real_columns(rolled):
         travelled = float(np.sum(cols["v_long"][:-1]) * CONTROL_DT_S)
         progress = cols["s"][-1] - cols["s"][0]
         moved = np.hypot(cols["x"][-1] - cols["x"][0], cols["y"][-1] - cols["y"][0])
-        assert abs(cols["s"][0] - ep.meta.extra["start_s"]) < 1.0  # starts where it was drawn
+        # starts where it was drawn (placing the car steps it once, at the start speed)
+        assert abs(cols["s"][0] - ep.meta.extra["start_s"]) < 1.0 + cols["v_long"][0] * 0.1
         assert progress > 1.0, "the car drives forward along the reference"
         assert abs(progress - travelled) < 0.2 * travelled + 0.5  # s follows the speed
         assert abs(moved - progress) < 0.1 * progress + 0.5  # and so do x, y
