@@ -32,15 +32,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-from torch import Tensor
-
 from gym_s3.errors import ConfigError
-from gym_s3.observations import EgoState
 from gym_s3.task import TrackingTask
-from gym_s3.task_types import TrackSample
 from policies.checkpoint import SHIPPED_POLICIES, Policy, load_policy, shipped_policy
 from policies.lap_options import add_beamng_options, beamng_options
+from policies.noise import NoisyPolicyDriver
 
 __all__ = [
     "SIMULATORS",
@@ -65,38 +61,6 @@ def resolve_policy(name_or_path: str) -> tuple[str, Policy]:
         )
     name = name_or_path if name_or_path in SHIPPED_POLICIES else Path(path).stem
     return name, load_policy(path)
-
-
-class NoisyPolicyDriver:
-    """A policy as a driver of the episode loop, with Gaussian noise on its actions.
-
-    Args:
-        policy: the policy (its observation mode must be the task's).
-        sigma: standard deviation of the action noise (actions lie in ``[-1, 1]``).
-        seed: seed of the noise generator.
-    """
-
-    def __init__(self, policy: Policy, sigma: float, seed: int) -> None:
-        if not sigma >= 0.0:
-            raise ConfigError(f"action noise must be >= 0, got {sigma}")
-        self.policy, self.sigma = policy, float(sigma)
-        self.generator = torch.Generator().manual_seed(int(seed))
-
-    def noisy(self, obs: Tensor) -> Tensor:
-        """``(N, 2)`` float32 CPU actions ``clip(policy(obs) + sigma * N(0, I), -1, 1)``.
-
-        Args:
-            obs: ``(N, F)`` observations in the policy's observation mode.
-        """
-        action = torch.as_tensor(self.policy.act(obs.float())).float().cpu()
-        if self.sigma > 0:
-            action = action + self.sigma * torch.randn(action.shape, generator=self.generator)
-        return action.clamp(-1.0, 1.0)
-
-    def __call__(self, ego: EgoState, sample: TrackSample, task: TrackingTask) -> Tensor:
-        """``(N, 2)`` clipped noisy actions for the cars' observations."""
-        action = self.noisy(task.observe(ego, sample.mu))
-        return action.to(device=task.device, dtype=task.dtype)
 
 
 def policy_wave_driver(name: str, policy: Policy, sigma: float, noise_seeds: Sequence[int]) -> Any:

@@ -18,7 +18,7 @@ least 150 m before the end of a route); its lateral offset and speed are the tas
 Rows: row ``k`` is the state measured after ``k`` steps with the action chosen there (applied
 from ``t_k`` to ``t_{k+1}``); the state in which the episode ended is its last row, with the
 action the driver chose there (not sent), as in :func:`gym_s3.loop.drive`. Noise: the rule of
-:class:`~policies.rollouts.NoisyPolicyDriver`, one generator per episode seeded by
+:class:`~policies.noise.NoisyPolicyDriver`, one generator per episode seeded by
 :func:`episode_seed` (``seed``, noise seed, variant), which also seeds the env's reset.
 """
 
@@ -50,6 +50,7 @@ from gym_s3.task import END_REASONS, TaskConfig
 from gym_s3.task_types import end_reason_codes
 from gym_s3.vehicle import SEDAN
 from policies.checkpoint import Policy
+from policies.noise import NoisyPolicyDriver
 
 __all__ = ["drive_in_simulator", "episode_seed", "rollout_task"]
 
@@ -117,7 +118,6 @@ def drive_in_simulator(
     import gym_s3  # noqa: F401  (registers the ids)
     from gym_s3.envs.beamng import BeamNGEnvConfig
     from policies.evaluate import simulator
-    from policies.rollouts import NoisyPolicyDriver
 
     if not noise_seeds:
         raise ConfigError("give at least one noise seed (--seeds)")
@@ -187,7 +187,7 @@ def record_episode(
 
     Args:
         env: the env (made by ``gym.make``), reset here with ``extra["episode_seed"]``.
-        driver: :class:`~policies.rollouts.NoisyPolicyDriver` of the episode.
+        driver: :class:`~policies.noise.NoisyPolicyDriver` of the episode.
         out: folder of the episode file.
         extra: metadata details of the episode (``end_reason``, ``simulator`` and ``env`` are
             added).
