@@ -69,16 +69,30 @@ def add_beamng_options(p: Any, *, when: str) -> Any:
         when: the option that selects BeamNG.tech, for the group title (e.g. ``"with --beamng"``).
     """
     bng = p.add_argument_group(f"BeamNG.tech ({when}; the stand-in needs none of these)")
-    bng.add_argument("--host", default="127.0.0.1", help="BeamNG.tech address")
-    bng.add_argument("--port", type=int, default=25252, help="BeamNG.tech game-engine port")
-    bng.add_argument("--home", default=None, help="BeamNG.tech install folder (with --launch)")
+    bng.add_argument(
+        "--host", default="127.0.0.1", help="BeamNG.tech address (default: %(default)s)"
+    )
+    bng.add_argument(
+        "--port",
+        type=int,
+        default=25252,
+        help="BeamNG.tech game-engine port (default: %(default)s)",
+    )
+    bng.add_argument(
+        "--home", default=None, help="BeamNG.tech install folder, for --launch (default: none)"
+    )
     bng.add_argument("--launch", action="store_true",
                      help="start BeamNG.tech from --home if nothing answers at --host/--port "
                      "(only a simulator started this way is closed at the end)")  # fmt: skip
-    bng.add_argument("--level", default="smallgrid", help="level with a large flat area")
-    bng.add_argument("--vehicle", default="etk800", help="BeamNG vehicle model id")
+    bng.add_argument(
+        "--level", default="smallgrid", help="level with a large flat area (default: %(default)s)"
+    )
+    bng.add_argument(
+        "--vehicle", default="etk800", help="BeamNG vehicle model id (default: %(default)s)"
+    )
     bng.add_argument("--socket-timeout", type=float, default=10.0,
-                     help="wait this long for any answer before a timeout error [s]")  # fmt: skip
+                     help="wait this long for any answer before a timeout error [s] "
+                     "(default: %(default)s)")  # fmt: skip
     return bng
 
 

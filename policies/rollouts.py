@@ -139,7 +139,7 @@ def drive_policy(
                                   standin=simulator == "standin", fast=fast,
                                   sim_options=sim_options, preset_name=f"rollouts:{base}",
                                   progress=progress)  # fmt: skip
-    config = preset(base, waves=len(noise_seeds), **generate)
+    config = preset(base, **{**generate, "waves": len(noise_seeds)})  # one wave per noise seed
     driver = policy_wave_driver(name, loaded, sigma, noise_seeds)
     return generate_dataset(out, config, seed, preset_name=f"rollouts:{base}", driver=driver)
 

@@ -194,3 +194,44 @@ def test_beamng_without_a_simulator_fails_clearly_and_leaves_no_folder(tmp_path)
     assert not out.exists() and not (out / INCOMPLETE_NAME).exists()
     with pytest.raises(ConfigError, match="BeamNG.tech connection"):
         drive_policy("ddm", out, simulator="standin", sim_options={"port": port}, **SMALL)
+
+
+def test_cli_documents_the_simulators_and_refuses_misplaced_options(tmp_path, capsys):
+    """``s3 rollouts --help`` names every simulator option; options of another one are refused."""
+    from gym_s3.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["rollouts", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for needle in ("--simulator {model,standin,beamng}", "about 100x faster", "--fast-standin",
+                   "--host HOST BeamNG.tech address (default: 127.0.0.1)",
+                   "--port PORT BeamNG.tech game-engine port (default: 25252)",
+                   "[s] (default: 10.0)", "--episode-s EPISODE_S longest episode [s]"):  # fmt: skip
+        assert needle in text
+    base = ["rollouts", "ddm", "--out", str(tmp_path / "x")]
+    for extra, message in (
+        (["--simulator", "standin", "--cars", "4"], "--cars is for --simulator model"),
+        (["--simulator", "standin", "--launch"], "add --simulator beamng"),
+        (["--fast-standin"], "--fast-standin needs --simulator standin"),
+    ):
+        assert main([*base, *extra]) == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_pipeline_round_rollouts_run_in_the_chosen_simulator(tmp_path):
+    """``rollout_simulator="standin"``: a round's rollouts come from the stand-in server."""
+    from types import SimpleNamespace
+
+    from policies.pipeline.config import preset
+    from policies.pipeline.rounds import stage_rollouts
+
+    with pytest.raises(ConfigError, match="unknown rollout simulator"):
+        preset("tiny", rollout_simulator="carla")
+    config = preset("tiny", rollout_simulator="standin", rollout_overrides={
+        "tracks": ("putnam",), "surfaces": ("asphalt",), "episode_s": 1.0})  # fmt: skip
+    train = SimpleNamespace(result={"policies": {"bicycle": "bicycle"}})
+    result = stage_rollouts(tmp_path, config, train, 1)
+    data = DrivingDataset.load(result["datasets"]["bicycle"])
+    assert [e.meta.source for e in data.episodes] == ["standin-server"]
+    assert data.episodes[0].meta.device == "policy:bicycle"
