@@ -11,7 +11,7 @@ Simulators (``--simulator``):
 
 * ``model`` (default): the high-fidelity vehicle model of the open stand-in, batched in-process
   (``VehicleModelCars``: ``--cars`` cars at once, one wave per noise seed; the same physics the
-  stand-in server steps, about 100x faster than driving it over TCP);
+  stand-in server steps, about 50x faster at 64 cars than driving it over TCP);
 * ``standin``: the open stand-in server over TCP through the real ``beamngpy`` client
   (``S3BeamNG-v0``), one car at a time, every step through the recorder of ``s3 collect``;
 * ``beamng``: BeamNG.tech at ``--host/--port`` the same way (:mod:`policies.rollouts_beamng`).
@@ -203,8 +203,8 @@ def register(subparsers: Any) -> None:
         "--simulator",
         choices=SIMULATORS,
         default="model",
-        help="model (default): the open stand-in's vehicle model, batched in-process (about 100x "
-        "faster than the server); standin: the open stand-in server over TCP through beamngpy "
+        help="model (default): the open stand-in's vehicle model, batched in-process (about 50x "
+        "faster than the server at 64 cars); standin: the open stand-in server over TCP through beamngpy "
         "(S3BeamNG-v0), one car at a time; beamng: BeamNG.tech at --host/--port the same way",
     )
     p.add_argument(

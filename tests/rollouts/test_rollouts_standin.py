@@ -203,7 +203,7 @@ def test_cli_documents_the_simulators_and_refuses_misplaced_options(tmp_path, ca
     with pytest.raises(SystemExit):
         main(["rollouts", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for needle in ("--simulator {model,standin,beamng}", "about 100x faster", "--fast-standin",
+    for needle in ("--simulator {model,standin,beamng}", "about 50x faster", "--fast-standin",
                    "--host HOST BeamNG.tech address (default: 127.0.0.1)",
                    "--port PORT BeamNG.tech game-engine port (default: 25252)",
                    "[s] (default: 10.0)", "--episode-s EPISODE_S longest episode [s]"):  # fmt: skip
