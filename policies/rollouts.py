@@ -204,8 +204,9 @@ def register(subparsers: Any) -> None:
         choices=SIMULATORS,
         default="model",
         help="model (default): the open stand-in's vehicle model, batched in-process (about 50x "
-        "faster than the server at 64 cars); standin: the open stand-in server over TCP through beamngpy "
-        "(S3BeamNG-v0), one car at a time; beamng: BeamNG.tech at --host/--port the same way",
+        "faster than the server at 64 cars); standin: the open stand-in server over TCP through "
+        "beamngpy (S3BeamNG-v0), one car at a time; beamng: BeamNG.tech at --host/--port the "
+        "same way",
     )
     p.add_argument(
         "--fast-standin",

@@ -87,8 +87,9 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--rollout-simulator", default=None, choices=("model", "standin", "beamng"),
         help="where the rounds drive the policies: model (default: the stand-in's vehicle model "
-        "batched in-process, about 50x faster at 64 cars), standin (the stand-in server through beamngpy, "
-        "one car at a time, as BeamNG.tech is driven) or beamng (BeamNG.tech at --host/--port)",
+        "batched in-process, about 50x faster at 64 cars), standin (the stand-in server through "
+        "beamngpy, one car at a time, as BeamNG.tech is driven) or beamng (BeamNG.tech at "
+        "--host/--port)",
     )  # fmt: skip
     add_beamng_options(p, when="with --rollout-simulator beamng")
     p.add_argument(

@@ -48,8 +48,9 @@ class PipelineConfig:
         rollout_overrides: data-preset fields of the round rollouts (``cars``, ``episode_s``);
             tracks, surfaces and patch layouts are the data preset's.
         rollout_simulator: where the round rollouts run (:data:`policies.rollouts.SIMULATORS`):
-            ``model`` (the batched vehicle model, about 50x faster at 64 cars), ``standin`` (the stand-in
-            server through beamngpy, one car at a time) or ``beamng`` (BeamNG.tech).
+            ``model`` (the batched vehicle model, about 50x faster at 64 cars), ``standin``
+            (the stand-in server through beamngpy, one car at a time) or ``beamng``
+            (BeamNG.tech).
         rollout_sim_options: the BeamNG.tech connection of ``rollout_simulator="beamng"``
             (``host``, ``port``, ``home``, ``launch``, ``level``, ``vehicle_model``,
             ``socket_timeout``).
