@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_s3.errors import ConfigError
-from policies.lap_options import add_lap_options, csv_list
+from policies.lap_options import add_beamng_options, add_lap_options, beamng_options, csv_list
 
 
 def register(subparsers: Any) -> None:
@@ -217,22 +217,12 @@ def _register_evaluate(subparsers: Any) -> None:
         help="episodes per label set [count] (default: 256 in S3Distilled-v0, run as one batch "
         "of cars; 8 in S3BeamNG-v0, run one after another)",
     )
-    bng = p.add_argument_group("BeamNG.tech (with --beamng; the stand-in needs none of these)")
+    bng = add_beamng_options(p, when="with --beamng")
     bng.add_argument(
         "--beamng",
         action="store_true",
         help="drive in BeamNG.tech at --host/--port instead of the open stand-in",
     )
-    bng.add_argument("--host", default="127.0.0.1", help="BeamNG.tech address")
-    bng.add_argument("--port", type=int, default=25252, help="BeamNG.tech game-engine port")
-    bng.add_argument("--home", default=None, help="BeamNG.tech install folder (with --launch)")
-    bng.add_argument("--launch", action="store_true",
-                     help="start BeamNG.tech from --home if nothing answers at --host/--port "
-                     "(only a simulator started this way is closed at the end)")  # fmt: skip
-    bng.add_argument("--level", default="smallgrid", help="level with a large flat area")
-    bng.add_argument("--vehicle", default="etk800", help="BeamNG vehicle model id")
-    bng.add_argument("--socket-timeout", type=float, default=10.0,
-                     help="wait this long for any answer before a timeout error [s]")  # fmt: skip
     p.add_argument(
         "--no-expert",
         action="store_true",
@@ -263,8 +253,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         raise ConfigError("--no-laps leaves nothing to evaluate; pass --labels too")
     if args.beamng and args.env != "beamng":
         raise ConfigError("--beamng drives the laps in BeamNG.tech; it needs --env beamng")
-    if not args.beamng and (args.launch or args.home):
-        raise ConfigError("--launch and --home are BeamNG.tech options; add --beamng")
+    sim = beamng_options(args, active=args.beamng, how="--beamng")
     episodes = args.episodes if args.episodes is not None else 8 if args.env == "beamng" else 256
     if episodes < 1:
         raise ConfigError(f"--episodes must be >= 1, got {args.episodes}")
@@ -276,9 +265,6 @@ def _run_evaluate(args: argparse.Namespace) -> int:
                   max_steps=args.max_steps, time_limit_s=args.time_limit,
                   expert=not args.no_expert)  # fmt: skip
     results = []
-    sim = dict(host=args.host, port=args.port, home=args.home, launch=args.launch,
-               level=args.level, vehicle_model=args.vehicle,
-               socket_timeout=args.socket_timeout) if args.beamng else {}  # fmt: skip
     if not args.no_laps and args.env == "beamng":
         results += evaluate_beamng(policy, standin=not args.beamng, **lap_kw, **sim)
     elif not args.no_laps:

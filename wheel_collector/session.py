@@ -36,13 +36,14 @@ import numpy as np
 import torch
 
 from gym_s3.beamng.client.link import BeamNGConfig, Measurement, SimLink
+from gym_s3.data.link_rows import link_row, unwrap_yaw
 from gym_s3.data.recorder import EpisodeRecorder
 from gym_s3.data.schema import EpisodeMeta, layout_to_dict
 from gym_s3.errors import ConfigError
 from gym_s3.rows import ResetRows
 from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
 from gym_s3.sources import SimLinkCars
-from gym_s3.spec import CONTROL_DT_S, WHEELS
+from gym_s3.spec import CONTROL_DT_S
 from gym_s3.task import END_REASONS, TaskConfig, TaskStep, TrackingTask, TrackSample
 from gym_s3.tracks.path import ReferencePath
 from gym_s3.tracks.registry import get_track
@@ -273,10 +274,8 @@ class CollectionSession:
         live = reading.live and not self._user_paused and not self._quit
         command = reading.command if live else SAFE_COMMAND
         action = torch.as_tensor(command.to_action(), dtype=torch.float32).reshape(1, 2)
-        steer, accel = (float(v) for v in action[0])
-        throttle, brake = max(accel, 0.0), max(-accel, 0.0)
         if live:
-            self._record(steer, accel, throttle, brake)
+            self._record(float(action[0, 0]), float(action[0, 1]))
         else:
             self.stats.safe_steps += 1
             self._finish("device_missing" if not reading.live else "paused")
@@ -318,7 +317,7 @@ class CollectionSession:
             self._yaw = m.yaw
         else:
             prev = self._m.yaw if self._m is not None else m.yaw
-            self._yaw += (m.yaw - prev + math.pi) % (2 * math.pi) - math.pi
+            self._yaw = unwrap_yaw(self._yaw, prev, m.yaw)
         self._m = m
         self._sample = self.task.measure(m.ego())
 
@@ -340,7 +339,7 @@ class CollectionSession:
             self.reset_car(reason)
 
     # ------------------------------------------------------------------ recording
-    def _record(self, steer: float, accel: float, throttle: float, brake: float) -> None:
+    def _record(self, steer: float, accel: float) -> None:
         """Append the row of the current measurement and the command being applied."""
         if self._recorder is None:
             self._recorder = EpisodeRecorder(self.out_dir, self._meta(),
@@ -349,20 +348,8 @@ class CollectionSession:
             self._episode_start = self.stats.steps
         m, smp = self._m, self._sample
         assert m is not None and smp is not None
-        row: dict[str, Any] = {
-            "t": (self.stats.steps - self._episode_start) * CONTROL_DT_S,
-            "x": m.x, "y": m.y, "z": m.z, "yaw": self._yaw, "v_long": m.v_long,
-            "v_lat": m.v_lat, "yaw_rate": m.yaw_rate, "ax": m.ax, "ay": m.ay,
-            "steer": steer, "accel": accel, "steer_cmd_raw": steer, "throttle_cmd": throttle,
-            "brake_cmd": brake, "steer_applied": m.steer_applied,
-            "throttle_applied": m.throttle_applied, "brake_applied": m.brake_applied,
-            "s": float(smp.s[0]), "d": float(smp.d[0]),
-            "target_speed": float(smp.target_speed[0]), "fault": m.fault,
-        }  # fmt: skip
-        for i, w in enumerate(WHEELS):
-            row[f"omega_{w}"] = m.omega[i]
-            row[f"mu_{w}"] = float(smp.mu[0, i])
-            row[f"surface_{w}"] = int(smp.surface[0, i])
+        t = (self.stats.steps - self._episode_start) * CONTROL_DT_S
+        row = link_row(m, smp, t=t, yaw=self._yaw, steer=steer, accel=accel)
         self._recorder.append(row)
         self.stats.recorded += 1
 

@@ -12,6 +12,9 @@
   source of cars;
 * :mod:`gym_s3.data.generate`: ``s3 data generate`` (the episode loop :mod:`gym_s3.loop` with the
   scripted expert and the batched simulator);
+  :mod:`gym_s3.data.manifest`: claiming a dataset folder and its ``manifest.json`` (shared with
+  ``s3 rollouts``); :mod:`gym_s3.data.link_rows`: the log rows of a one-car drive over the
+  simulator link (``s3 collect``, ``s3 rollouts --simulator standin|beamng``);
   :mod:`gym_s3.data.summary` and :mod:`gym_s3.data.cli`: ``s3 data summary|validate|recover``.
 
 Importing this package is cheap; the submodules load pyarrow and torch when imported.

@@ -17,7 +17,6 @@ Ground is flat (``z = 0``), as on the stand-in's levels, so logs from both sourc
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,23 +28,17 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from gym_s3.data.dataset import (
-    INCOMPLETE_NAME,
-    MANIFEST_FORMAT,
-    MANIFEST_NAME,
-    content_hash,
-    episode_digest,
-)
+from gym_s3.data.dataset import episode_digest
 from gym_s3.data.files import EPISODE_SUFFIX, write_episode
 from gym_s3.data.generate_config import PRESETS, GenerateConfig, preset
 from gym_s3.data.labelling import episode_labels
+from gym_s3.data.manifest import claim_folder, write_manifest
 from gym_s3.data.recorder import episode_file_name
-from gym_s3.data.schema import COLUMNS, SCHEMA_VERSION, EpisodeMeta, layout_to_dict
+from gym_s3.data.schema import COLUMNS, EpisodeMeta, layout_to_dict
 from gym_s3.drivers.expert import EVENTS, BatchedExpert
 from gym_s3.errors import ConfigError
 from gym_s3.loop import Driver, drive
 from gym_s3.rows import ResetRows
-from gym_s3.safe_io import write_text_atomic
 from gym_s3.scenarios.pool import ScenarioPool
 from gym_s3.sources import VehicleModelCars
 from gym_s3.spec import CONTROL_DT_S
@@ -60,6 +53,10 @@ from gym_s3.tracks.surfaces import (
 )
 from gym_s3.vehicle import SEDAN, VehicleModel, VehicleState, controls_from_action
 
+#: What simulates the cars of a generated dataset (the manifest's ``simulator``).
+SIMULATOR = "open stand-in vehicle model (batched, in-process)"
+#: Open routes start at least this far before their end [m].
+OPEN_ROUTE_TAIL_M = 150.0
 #: Progress callback: ``(steps done, steps total)``.
 Progress = Callable[[int, int], None]
 
@@ -211,6 +208,15 @@ class Wave:
     end_reason: np.ndarray
 
 
+def start_arc_length(u: Tensor, length: Tensor, closed: Tensor) -> Tensor:
+    """Start arc lengths ``(N,)`` [m] from uniform draws ``u`` in [0, 1).
+
+    Closed paths (``length`` [m]) start anywhere, open ones at least :data:`OPEN_ROUTE_TAIL_M`
+    before their end.
+    """
+    return torch.where(closed, u * length, u * (length - OPEN_ROUTE_TAIL_M).clamp(min=0.0))
+
+
 def _starts(task: TrackingTask, variant: Tensor, config: GenerateConfig, g: torch.Generator
             ) -> tuple[StartPose, Tensor]:  # fmt: skip
     """Begin every car's episode anywhere along its path; returns the poses and start s ``(N,)``.
@@ -223,7 +229,7 @@ def _starts(task: TrackingTask, variant: Tensor, config: GenerateConfig, g: torc
     pid = task.pool.variant_path[variant]
     closed, length = task.pool.bank.closed[pid], task.pool.bank.length[pid].double()
     u = torch.rand(n, 3, generator=g, dtype=torch.float64)
-    s0 = torch.where(closed, u[:, 0] * length, u[:, 0] * (length - 150.0).clamp(min=0.0))
+    s0 = start_arc_length(u[:, 0], length, closed)
     task.begin_at(ResetRows(torch.ones(n, dtype=torch.bool)), variant, s0)  # every car
     lateral = ((2 * u[:, 1] - 1) * config.start_lateral_m).to(task.dtype)
     path = task.path_at(s0)
@@ -306,12 +312,7 @@ def generate_dataset(
     Raises:
         ConfigError: ``out`` holds files already or cannot be written.
     """
-    out = Path(out)
-    if out.is_dir() and any(out.iterdir()):
-        raise ConfigError(f"{out} is not empty; choose a new folder for the dataset")
-    _check_writable(out)
-    marker = out / INCOMPLETE_NAME  # removed once the manifest is written: absent = complete
-    marker.write_text("s3 data generate is writing this dataset; if it stays, it was interrupted\n")
+    out = claim_folder(out, "s3 data generate")
     began = time.perf_counter()
     with _torch_threads(config.threads):
         paths, groups = build_tracks(config, seed)
@@ -330,40 +331,12 @@ def generate_dataset(
             entries += _write_wave(out, pool, paths, config, seed, wave, driven, driver)
     if progress is not None:
         progress(config.steps * config.waves, config.steps * config.waves)
-    rows = sum(e["rows"] for e in entries)
-    manifest = {
-        "format": MANIFEST_FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "content_hash": content_hash((e["path"], e["digest"]) for e in entries),
-        "seed": seed,
-        "preset": preset_name,
-        "config": json.loads(json.dumps(asdict(config), default=str)),
-        "samples": rows,
-        "hours": rows * CONTROL_DT_S / 3600.0,
-        "generation_s": round(time.perf_counter() - began, 3),
-        "files": entries,
+    return write_manifest(
+        out, entries, seed=seed, preset=preset_name, simulator=SIMULATOR, source="standin-batched",
+        config=config_json(config),
+        generation_s=round(time.perf_counter() - began, 3),
         **({"driver": driver.name, "driver_extra": driver.extra} if driver else {}),
-    }
-    write_text_atomic(out / MANIFEST_NAME, json.dumps(manifest, indent=1, sort_keys=True))
-    marker.unlink()
-    return manifest
-
-
-def _check_writable(out: Path) -> None:
-    """Create ``out`` and write a probe file in it, before any driving is simulated.
-
-    Raises:
-        ConfigError: the folder cannot be created or written (names the folder and the fix).
-    """
-    probe = out / f".write-probe-{os.getpid()}"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot write the dataset to {out} ({exc}); choose a writable output folder (--out)"
-        ) from exc
+    )  # fmt: skip
 
 
 def _write_wave(
@@ -413,6 +386,11 @@ def _write_wave(
     return entries
 
 
+def config_json(config: GenerateConfig) -> dict[str, Any]:
+    """``config`` as JSON values, as manifests record it."""
+    return json.loads(json.dumps(asdict(config), default=str))
+
+
 def summary_line(manifest: dict[str, Any]) -> str:
     """One line describing a generated dataset."""
     return (
@@ -429,8 +407,10 @@ __all__ = [
     "WaveDriver",
     "build_pool",
     "build_tracks",
+    "config_json",
     "generate_dataset",
     "preset",
     "run_wave",
+    "start_arc_length",
     "summary_line",
 ]

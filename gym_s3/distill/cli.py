@@ -199,9 +199,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
         rolled = held_out.windows(args.history, max(args.horizons), stride=args.stride)
         rolled = {k: v.to(args.device) for k, v in rolled.items()}
         drivers = sorted({e.meta.device for e in held_out.episodes})
+        sources = sorted({e.meta.source for e in held_out.episodes})  # which simulator drove
         add_rollouts(report, backends, TensorWindows(rolled),
                      meta={"folders": [str(r) for r in args.rollouts], "drivers": drivers,
-                           "dataset_hash": held_out.content_hash})  # fmt: skip
+                           "sources": sources, "dataset_hash": held_out.content_hash})  # fmt: skip
     path = write_report(report, args.out, plots=not args.no_plots)
     print_tables(report)
     print(f"report: {path}")

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from gymnasium.error import ResetNeeded
 
-from gym_s3.beamng.client.link import BeamNGConfig, SimLink, ground_model_updates
+from gym_s3.beamng.client.link import BeamNGConfig, Measurement, SimLink, ground_model_updates
 from gym_s3.beamng.lua import render_ground_models_lua
 from gym_s3.errors import ActionError, ConfigError
 from gym_s3.observations import EgoState
@@ -209,6 +209,11 @@ class S3BeamNGEnv(gym.Env):
     def link(self) -> SimLink | None:
         """The simulator link (``None`` until the first reset)."""
         return self._link
+
+    @property
+    def measurement(self) -> Measurement | None:
+        """The simulator's last sensor reading (what a recorder logs; ``None`` before a reset)."""
+        return self._cars.measurement if self._cars is not None else None
 
     @property
     def label(self) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 def register(subparsers: Any) -> None:
     """Add ``s3 pipeline`` to the command line."""
     from gym_s3.cli_parser import preset_values
+    from policies.lap_options import add_beamng_options
     from policies.pipeline.config import PRESETS, QUICK_DURATION
 
     p = subparsers.add_parser(
@@ -84,6 +85,14 @@ def register(subparsers: Any) -> None:
         "measure the gap, per round [count] (default: 0)",
     )  # fmt: skip
     p.add_argument(
+        "--rollout-simulator", default=None, choices=("model", "standin", "beamng"),
+        help="where the rounds drive the policies: model (default: the stand-in's vehicle model "
+        "batched in-process, about 50x faster at 64 cars), standin (the stand-in server through "
+        "beamngpy, one car at a time, as BeamNG.tech is driven) or beamng (BeamNG.tech at "
+        "--host/--port)",
+    )  # fmt: skip
+    add_beamng_options(p, when="with --rollout-simulator beamng")
+    p.add_argument(
         "--threads",
         type=int,
         default=None,
@@ -108,12 +117,17 @@ def _run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from gym_s3.threads import use_threads
+    from policies.lap_options import beamng_options
     from policies.pipeline.run import preset, run_pipeline
 
     use_threads(args.threads)
+    beamng = args.rollout_simulator == "beamng"
+    sim = beamng_options(args, active=beamng, how="--rollout-simulator beamng")
     config = preset(args.preset, seed=args.seed, eval_max_steps=args.eval_max_steps,
                     device=args.device, distill_backends=_names(args.distill),
-                    policy_backends=_names(args.policies), rounds=args.rounds)  # fmt: skip
+                    policy_backends=_names(args.policies), rounds=args.rounds,
+                    rollout_simulator=args.rollout_simulator,
+                    rollout_sim_options=sim or None)  # fmt: skip
     if args.ppo_seconds is not None:
         ppo = {**config.ppo_preset_overrides, "time_budget_s": args.ppo_seconds}
         config = replace(config, ppo_preset_overrides=ppo)

@@ -47,6 +47,13 @@ class PipelineConfig:
         rollout_seeds: noise seeds of the round rollouts (one wave of cars each).
         rollout_overrides: data-preset fields of the round rollouts (``cars``, ``episode_s``);
             tracks, surfaces and patch layouts are the data preset's.
+        rollout_simulator: where the round rollouts run (:data:`policies.rollouts.SIMULATORS`):
+            ``model`` (the batched vehicle model, about 50x faster at 64 cars), ``standin``
+            (the stand-in server through beamngpy, one car at a time) or ``beamng``
+            (BeamNG.tech).
+        rollout_sim_options: the BeamNG.tech connection of ``rollout_simulator="beamng"``
+            (``host``, ``port``, ``home``, ``launch``, ``level``, ``vehicle_model``,
+            ``socket_timeout``).
         round_distill_overrides: training settings of the re-distillation in a round (few
             epochs), applied over ``distill_overrides``.
         device: torch device of distillation, PPO and the distilled-env throughput (``"cuda"``
@@ -74,6 +81,8 @@ class PipelineConfig:
     rollout_noise: float = 0.1
     rollout_seeds: tuple[int, ...] = (1, 2)
     rollout_overrides: dict[str, Any] = field(default_factory=dict)
+    rollout_simulator: str = "model"
+    rollout_sim_options: dict[str, Any] = field(default_factory=dict)
     round_distill_overrides: dict[str, Any] = field(default_factory=dict)
     device: str = "cpu"
 
@@ -94,6 +103,12 @@ class PipelineConfig:
             raise ConfigError(
                 f"rounds must be >= 0 (got {self.rounds}), rollout_noise >= 0 (got "
                 f"{self.rollout_noise}) and rollout_seeds non-empty (got {self.rollout_seeds})"
+            )
+        from policies.rollouts import SIMULATORS
+
+        if self.rollout_simulator not in SIMULATORS:
+            raise ConfigError(
+                f"unknown rollout simulator '{self.rollout_simulator}'; valid: {SIMULATORS}"
             )
         for name in (*self.distill_backends,):
             if name not in BACKENDS:

@@ -6,7 +6,8 @@ visits others, and there the distilled model is wrong (the sim-to-sim gap). Afte
 
 1. ``round<r>/rollouts``: drive the round's policies (those the previous pass trained) with Gaussian
    action noise, ``rollout_seeds`` noise seeds, on the data preset's tracks, surfaces and patch
-   layouts, in the batched high-fidelity vehicle model (:mod:`policies.rollouts`);
+   layouts, in the batched high-fidelity vehicle model (:mod:`policies.rollouts`; or, with
+   ``rollout_simulator``, through ``S3BeamNG-v0`` in the stand-in server or BeamNG.tech);
 2. ``round<r>/distill``: re-distil the trained backends on the expert data plus every round's
    rollouts so far (from scratch, ``round_distill_overrides`` epochs; warm starts are not built)
    and evaluate them open loop next to the previous round's checkpoints (``"<name> (before)"``)
@@ -50,12 +51,22 @@ def stage_rollouts(
         manifest = drive_policy(
             train.result["policies"][name], out, sigma=config.rollout_noise,
             noise_seeds=config.rollout_seeds, seed=config.seed + round_index, tag=name,
-            preset=config.data_preset, **overrides,
+            preset=config.data_preset, simulator=config.rollout_simulator,
+            fast=config.fast_standin and config.rollout_simulator == "standin",
+            sim_options=config.rollout_sim_options or None, **overrides,
         )  # fmt: skip
         datasets[name] = str(out)
         print(f"rollouts of '{name}': {len(manifest['files'])} episodes, "
               f"{manifest['samples']} samples in {manifest['generation_s']:.1f} s")  # fmt: skip
     return {"datasets": datasets}
+
+
+def _simulator_inputs(config: PipelineConfig) -> dict[str, Any]:
+    """The rollout simulator among a rollouts stage's inputs (none for the default ``model``)."""
+    if config.rollout_simulator == "model":
+        return {}
+    return {"simulator": config.rollout_simulator, "sim": config.rollout_sim_options,
+            "fast_standin": config.fast_standin}  # fmt: skip
 
 
 def stage_gap(
@@ -112,6 +123,7 @@ def run_rounds(
             root, f"round{r}/rollouts",
             {"train": prev_train.key, "noise": config.rollout_noise,
              "seeds": list(config.rollout_seeds), "overrides": config.rollout_overrides,
+             **_simulator_inputs(config),
              "data": data.key,
              "policies": list(config.policy_backends or config.eval_policies)},
             lambda d, r=r, t=prev_train: stage_rollouts(d, config, t, r), log=log,

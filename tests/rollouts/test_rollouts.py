@@ -77,8 +77,10 @@ def test_unknown_policy_and_simulator_are_refused(tmp_path):
 
     with pytest.raises(ConfigError, match="no policy checkpoint"):
         drive_policy("nope", tmp_path / "x")
-    with pytest.raises(ConfigError, match="simulator"):
-        drive_policy("ddm", tmp_path / "y", simulator="beamng")
+    with pytest.raises(ConfigError, match="unknown rollout simulator 'carla'"):
+        drive_policy("ddm", tmp_path / "y", simulator="carla")
+    with pytest.raises(ConfigError, match="fast"):
+        drive_policy("ddm", tmp_path / "y", simulator="model", fast=True)
 
 
 def test_open_loop_report_adds_policy_rollouts_per_surface(tmp_path):
