@@ -235,10 +235,10 @@ def simulator(standin: bool, fast: bool, **options: Any) -> Iterator[tuple[str, 
                 launched.quit_on_close = launched.process is not None  # only what it started
                 launched.close() if launched.quit_on_close else launched.disconnect()
         return
-    from gym_s3.beamng.standin.config import WorldConfig
+    from gym_s3.beamng.standin.config import standin_world
     from gym_s3.beamng.standin.server import StandInServer
 
-    world = WorldConfig(dtype="float32", compile=True) if fast else WorldConfig()
+    world = standin_world(fast)
     server = StandInServer(port=0, world_config=world)
     try:
         yield "S3BeamNG-v0 (open stand-in)", {"host": "127.0.0.1", "port": server.start()}
