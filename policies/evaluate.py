@@ -108,7 +108,8 @@ FAILURES: tuple[str, ...] = ("off_track", "spin_out", "non_finite", "stalled")
 EXPERT_RATIOS: tuple[str, ...] = ("cte_mean", "cte_max", "lap_time")
 
 
-def _reason(info: dict[str, Any], truncated: bool) -> str:
+def run_end(info: dict[str, Any], truncated: bool) -> str:
+    """``RunResult.terminated_by`` from the last step's ``info`` flags and ``truncated``."""
     for key in ("completed", *FAILURES):
         if bool(info.get(key, False)):
             return key
@@ -186,7 +187,7 @@ def run_episode(
         env=env_name,
         condition=condition,
         metrics=metrics,
-        terminated_by=_reason(info, truncated),
+        terminated_by=run_end(info, truncated),
         trajectory=np.asarray(traj, dtype=np.float64).reshape(-1, 2),
         cte=np.asarray(cte),
         s=np.asarray(s),
