@@ -126,3 +126,45 @@ def test_batched_laps_match_the_fast_standin(ddm):
                            max_steps=150, fast=True, progress=False)  # fmt: skip
     for a, b in zip(env, model, strict=True):
         assert not mismatch(a, b, 1e-4, 1e-5), (a.describe(), a.driver, mismatch(a, b, 1e-4, 1e-5))
+
+
+def test_cli_drives_several_policies_tracks_and_conditions_in_the_model(tmp_path, capsys):
+    """``s3 evaluate ddm oracle --simulator model --tracks ... --conditions ...``: one table."""
+    import json
+
+    from gym_s3.cli import main
+
+    out = tmp_path / "eval"
+    rc = main(["evaluate", "ddm", "oracle", "--simulator", "model", "--reference-physics",
+               "--tracks", "putnam,procedural:201", "--conditions", "asphalt>ice",
+               "--max-steps", "5", "--out", str(out)])  # fmt: skip
+    assert rc == 0
+    summary = json.loads((out / "results.json").read_text())
+    runs = summary["runs"]
+    assert MODEL_ENV in summary["title"] and {r["env"] for r in runs} == {MODEL_ENV}
+    assert [(r["condition"]["track"], r["condition"]["surface"], r["driver"]) for r in runs] == [
+        (t, s, d) for t in ("putnam", "procedural:201") for s in ("asphalt>ice",)
+        for d in (EXPERT, "ddm", "oracle")]  # fmt: skip
+    assert all(r["vs_expert"] for r in runs if r["driver"] != EXPERT)
+    assert (out / "trajectory_procedural-201_asphalt-to-ice_p0_oracle.png").stat().st_size > 0
+    assert MODEL_ENV in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--simulator", "model", "--env", "distilled"], "--env distilled"),
+        (["--simulator", "model", "--labels", "sharp_turn"], "--labels"),
+        (["--simulator", "model", "--gif-every", "5"], "--gif-every"),
+        (["--tracks", "putnam", "--track", "procedural:3"], "not both"),
+        (["--conditions", "asphalt+x"], "SURFACE+PATCHES"),
+        (["--conditions", "lava"], "lava"),
+    ],
+)
+def test_cli_refuses_what_the_model_path_does_not_take(tmp_path, capsys, extra, match):
+    """Option mistakes exit with status 2 and a message naming the option."""
+    from gym_s3.cli import main
+
+    rc = main(["evaluate", "ddm", "--out", str(tmp_path / "e"), *extra])
+    assert rc == 2 and match in capsys.readouterr().err
+    assert not (tmp_path / "e").exists()
