@@ -1,7 +1,9 @@
-"""Evaluate policies: Putnam Park laps in ``S3BeamNG-v0``.
+"""Evaluate policies: laps in ``S3BeamNG-v0``, one after another through the simulator link.
 
-The distilled side (the same laps, and scenario sets filtered by label) is
-:mod:`policies.evaluate_distilled`.
+The same laps run as one batch of cars of the stand-in's vehicle model in
+:mod:`policies.evaluate_model` (``s3 evaluate --simulator model``), and in ``S3Distilled-v0`` in
+:mod:`policies.evaluate_distilled`; label sets in ``S3BeamNG-v0`` are
+:mod:`policies.evaluate_labels`. The command line is :mod:`policies.evaluate_cli`.
 
 Every run reports the same metrics (:mod:`gym_s3.metrics`, via the task's ``episode/*`` infos):
 cross-track error (mean, max), heading error, speed-tracking error, action smoothness, completion

@@ -17,6 +17,8 @@ there. The metrics and ``terminated_by`` come from the task's own episode statis
 ``torch.compile`` when ``fast`` (what ``s3 evaluate`` gives the stand-in by default) or the float64
 eager reference physics.
 
+Every row of a batch reports the batch's wall-clock time as its ``wall_s``.
+
 Drivers share a batch when they read the same observations: the scripted expert (noise-free,
 :func:`policies.expert_driver._expert_controller`) and every ``default``-mode policy in one batch,
 ``oracle``-mode policies in another. Each driver acts on its own rows in one call per step.
