@@ -20,7 +20,7 @@ eager reference physics.
 Every row of a batch reports the batch's wall-clock time as its ``wall_s``.
 
 Drivers share a batch when they read the same observations: the scripted expert (noise-free,
-:func:`policies.expert_driver._expert_controller`) and every ``default``-mode policy in one batch,
+:func:`policies.expert_driver.expert_controller`) and every ``default``-mode policy in one batch,
 ``oracle``-mode policies in another. Each driver acts on its own rows in one call per step.
 """
 
@@ -181,7 +181,7 @@ def run_lap_batch(
     from gym_s3.task import TrackingTask, lap_task
     from gym_s3.tracks.lap_layouts import lap_layout
     from gym_s3.tracks.registry import cached_track
-    from policies.expert_driver import _expert_controller
+    from policies.expert_driver import expert_controller
 
     t0 = time.perf_counter()
     tracks = list(dict.fromkeys(lap.track for lap in laps))
@@ -215,7 +215,7 @@ def run_lap_batch(
     ego = cars.advance(zero, task.surfaces, task.wheel_friction(start.ego())).ego
     obs = task.observe(ego)
     expert_rows = [d for d, (_, pol) in enumerate(drivers) if pol is None]
-    expert = _expert_controller(seed, n) if expert_rows else None
+    expert = expert_controller(seed, n) if expert_rows else None
     cap = int(task.limit.max()) if max_steps is None else min(int(task.limit.max()), max_steps)
     trace = _Trace(n, cap)
     ended = torch.zeros(n, dtype=torch.bool)

@@ -24,7 +24,7 @@ from gym_s3.errors import ConfigError
 EXPERT = "expert"
 
 
-def _expert_controller(seed: int, n: int = 1) -> Any:
+def expert_controller(seed: int, n: int = 1) -> Any:
     """The scripted expert of ``n`` cars without noise, perturbations or speed scale.
 
     The one configuration of the expert's lap rows: :class:`ExpertDriver` drives one car with
@@ -53,7 +53,7 @@ class ExpertDriver:
     backend = EXPERT
 
     def __init__(self, seed: int = 0) -> None:
-        self._expert = _expert_controller(seed)
+        self._expert = expert_controller(seed)
         self._env: Any = None
 
     def start(self, env: Any) -> None:
