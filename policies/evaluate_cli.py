@@ -2,9 +2,9 @@
 
 Where the laps run:
 
-* ``--simulator beamngpy`` (default): ``S3BeamNG-v0`` through the real beamngpy client, one lap
-  after another: the open stand-in server, or BeamNG.tech with ``--beamng``
-  (:func:`policies.evaluate.evaluate_beamng`);
+* ``--simulator standin`` (default): ``S3BeamNG-v0`` through the real beamngpy client, one lap
+  after another, on the open stand-in server; ``--simulator beamng`` (or ``--beamng``) the same
+  in BeamNG.tech (:func:`policies.evaluate.evaluate_beamng`);
 * ``--simulator model``: every lap one car of one batch of the stand-in's vehicle model,
   in-process (:mod:`policies.evaluate_model`): the same laps and physics, far faster;
 * ``--env distilled``: ``S3Distilled-v0`` on a dynamics backend
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_s3.errors import ConfigError
-from policies.lap_options import add_lap_options, csv_list
+from policies.lap_options import add_beamng_options, add_lap_options, beamng_options, csv_list
 
 __all__ = ["parse_conditions", "register"]
 
@@ -53,12 +53,13 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--simulator",
-        choices=("beamngpy", "model"),
-        default="beamngpy",
-        help="with --env beamng: 'beamngpy' drives S3BeamNG-v0 through the beamngpy client (the "
-        "open stand-in server, or BeamNG.tech with --beamng), one lap after another; 'model' "
-        "drives every lap as one car of one batch of the stand-in's vehicle model in-process "
-        "(the same physics: float32 through torch.compile, as the stand-in of this command)",
+        choices=("standin", "model", "beamng"),
+        default="standin",
+        help="with --env beamng: 'standin' drives S3BeamNG-v0 through the beamngpy client and "
+        "the open stand-in server, one lap after another; 'model' drives every lap as one car "
+        "of one batch of the stand-in's vehicle model in-process (the same physics: float32 "
+        "through torch.compile, as the stand-in of this command); 'beamng' is BeamNG.tech at "
+        "--host/--port through beamngpy (same as --beamng)",
     )
     p.add_argument(
         "--reference-physics",
@@ -94,22 +95,12 @@ def register(subparsers: Any) -> None:
         help="episodes per label set [count] (default: 256 in S3Distilled-v0, run as one batch "
         "of cars; 8 in S3BeamNG-v0, run one after another)",
     )
-    bng = p.add_argument_group("BeamNG.tech (with --beamng; the stand-in needs none of these)")
+    bng = add_beamng_options(p, when="with --beamng")
     bng.add_argument(
         "--beamng",
         action="store_true",
         help="drive in BeamNG.tech at --host/--port instead of the open stand-in",
     )
-    bng.add_argument("--host", default="127.0.0.1", help="BeamNG.tech address")
-    bng.add_argument("--port", type=int, default=25252, help="BeamNG.tech game-engine port")
-    bng.add_argument("--home", default=None, help="BeamNG.tech install folder (with --launch)")
-    bng.add_argument("--launch", action="store_true",
-                     help="start BeamNG.tech from --home if nothing answers at --host/--port "
-                     "(only a simulator started this way is closed at the end)")  # fmt: skip
-    bng.add_argument("--level", default="smallgrid", help="level with a large flat area")
-    bng.add_argument("--vehicle", default="etk800", help="BeamNG vehicle model id")
-    bng.add_argument("--socket-timeout", type=float, default=10.0,
-                     help="wait this long for any answer before a timeout error [s]")  # fmt: skip
     p.add_argument(
         "--no-expert",
         action="store_true",
@@ -148,11 +139,7 @@ def parse_conditions(text: str) -> list[tuple[str, int]]:
 
 def _sim_options(args: argparse.Namespace) -> dict[str, Any]:
     """BeamNG.tech connection options (none for the stand-in)."""
-    if not args.beamng:
-        return {}
-    return dict(host=args.host, port=args.port, home=args.home, launch=args.launch,
-                level=args.level, vehicle_model=args.vehicle,
-                socket_timeout=args.socket_timeout)  # fmt: skip
+    return beamng_options(args, active=args.beamng, how="--beamng")
 
 
 def _check(args: argparse.Namespace, labels: list[str]) -> None:
@@ -161,8 +148,7 @@ def _check(args: argparse.Namespace, labels: list[str]) -> None:
         raise ConfigError("--no-laps leaves nothing to evaluate; pass --labels too")
     if args.beamng and args.env != "beamng":
         raise ConfigError("--beamng drives the laps in BeamNG.tech; it needs --env beamng")
-    if not args.beamng and (args.launch or args.home):
-        raise ConfigError("--launch and --home are BeamNG.tech options; add --beamng")
+    _sim_options(args)  # --launch / --home need --beamng
     if args.simulator == "model":
         clash = [o for o, on in (("--env distilled", args.env != "beamng"),
                                  ("--beamng", args.beamng), ("--labels", bool(labels)),
@@ -187,6 +173,7 @@ def _run(args: argparse.Namespace) -> int:
 
     labels = list(LABELS) if args.labels.strip() == "all" else csv_list(args.labels, str)
     label_mask(labels)  # unknown labels fail before any lap is driven
+    args.beamng = args.beamng or args.simulator == "beamng"
     _check(args, labels)
     if args.conditions:
         conditions = parse_conditions(args.conditions)

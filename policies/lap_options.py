@@ -1,4 +1,7 @@
-"""Command-line options shared by the lap commands (``s3 evaluate``, ``s3 gap``).
+"""Command-line options shared by the lap commands, and the way to BeamNG.tech.
+
+The lap options serve ``s3 evaluate`` and ``s3 gap``; the BeamNG.tech connection serves
+``s3 evaluate --beamng`` and ``s3 rollouts --simulator beamng``.
 
 Kept apart from :mod:`policies.cli` so that each command module can use them without the two
 importing each other.
@@ -56,6 +59,61 @@ def add_lap_options(p: Any, *, surfaces: str, ice_patches: str) -> None:
         help="lap time limit [s] (default: twice the reference lap time of the friction-aware "
         "target speeds on each surface layout, e.g. about 236 s on dry Putnam, 644 s on ice)",
     )
+
+
+def add_beamng_options(p: Any, *, when: str) -> Any:
+    """The BeamNG.tech connection options, as an argument group of ``p`` (returned).
+
+    Args:
+        p: the command's parser.
+        when: the option that selects BeamNG.tech, for the group title (e.g. ``"with --beamng"``).
+    """
+    bng = p.add_argument_group(f"BeamNG.tech ({when}; the stand-in needs none of these)")
+    bng.add_argument(
+        "--host", default="127.0.0.1", help="BeamNG.tech address (default: %(default)s)"
+    )
+    bng.add_argument(
+        "--port",
+        type=int,
+        default=25252,
+        help="BeamNG.tech game-engine port (default: %(default)s)",
+    )
+    bng.add_argument(
+        "--home", default=None, help="BeamNG.tech install folder, for --launch (default: none)"
+    )
+    bng.add_argument("--launch", action="store_true",
+                     help="start BeamNG.tech from --home if nothing answers at --host/--port "
+                     "(only a simulator started this way is closed at the end)")  # fmt: skip
+    bng.add_argument(
+        "--level", default="smallgrid", help="level with a large flat area (default: %(default)s)"
+    )
+    bng.add_argument(
+        "--vehicle", default="etk800", help="BeamNG vehicle model id (default: %(default)s)"
+    )
+    bng.add_argument("--socket-timeout", type=float, default=10.0,
+                     help="wait this long for any answer before a timeout error [s] "
+                     "(default: %(default)s)")  # fmt: skip
+    return bng
+
+
+def beamng_options(args: Any, *, active: bool, how: str) -> dict[str, Any]:
+    """The BeamNG.tech connection of :func:`add_beamng_options`'s options (``{}`` unless active).
+
+    Args:
+        args: the parsed options.
+        active: whether the command drives in BeamNG.tech.
+        how: the option that selects BeamNG.tech, for the error (e.g. ``"--beamng"``).
+
+    Raises:
+        ConfigError: ``--launch`` or ``--home`` without BeamNG.tech selected.
+    """
+    if not active:
+        if args.launch or args.home:
+            raise ConfigError(f"--launch and --home are BeamNG.tech options; add {how}")
+        return {}
+    return dict(host=args.host, port=args.port, home=args.home, launch=args.launch,
+                level=args.level, vehicle_model=args.vehicle,
+                socket_timeout=args.socket_timeout)  # fmt: skip
 
 
 def csv_list(text: str, kind: type) -> list:

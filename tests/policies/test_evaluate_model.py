@@ -156,6 +156,8 @@ def test_cli_drives_several_policies_tracks_and_conditions_in_the_model(tmp_path
         (["--simulator", "model", "--env", "distilled"], "--env distilled"),
         (["--simulator", "model", "--labels", "sharp_turn"], "--labels"),
         (["--simulator", "model", "--gif-every", "5"], "--gif-every"),
+        (["--simulator", "beamng", "--env", "distilled"], "--env beamng"),
+        (["--simulator", "model", "--beamng"], "--beamng"),
         (["--tracks", "putnam", "--track", "procedural:3"], "not both"),
         (["--conditions", "asphalt+x"], "SURFACE+PATCHES"),
         (["--conditions", "lava"], "lava"),
