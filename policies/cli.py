@@ -1,4 +1,4 @@
-"""``s3 train`` and ``s3 evaluate``: PPO in the distilled env, evaluation in either env."""
+"""``s3 train`` (PPO in the distilled env); registers ``s3 evaluate`` and ``s3 gap`` too."""
 
 from __future__ import annotations
 
@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from gym_s3.errors import ConfigError
-from policies.lap_options import add_beamng_options, add_lap_options, beamng_options, csv_list
 
 
 def register(subparsers: Any) -> None:
     """Add ``train``, ``evaluate`` and ``gap`` to the ``s3`` command line."""
-    from policies import gap
+    from policies import evaluate_cli, gap
 
     _register_train(subparsers)
-    _register_evaluate(subparsers)
+    evaluate_cli.register(subparsers)
     gap.register(subparsers)
 
 
@@ -173,111 +172,4 @@ def _run_train(args: argparse.Namespace) -> int:
     if result.world_size > 1:
         print(f"{result.world_size} processes, effective batch {result.effective_batch} frames "
               f"({result.effective_batch // result.world_size} per process)")  # fmt: skip
-    return 0
-
-
-def _register_evaluate(subparsers: Any) -> None:
-    """Add ``s3 evaluate``."""
-    from gym_s3.scenarios import LABELS
-
-    p = subparsers.add_parser(
-        "evaluate",
-        help="evaluate a policy on Putnam Park laps in S3BeamNG-v0 (stand-in by default) or "
-        "S3Distilled-v0, and on labelled scenario sets",
-        description="Drive Putnam Park laps with a trained policy on every requested surface and "
-        "ice-patch count, in S3BeamNG-v0 (the open stand-in unless --beamng points at "
-        "BeamNG.tech) or, with --env distilled, in S3Distilled-v0 on any backend (the same laps: "
-        "same layouts, start and task). With --labels, also run episodes of the scenario pool "
-        "filtered by each label. Writes a table, JSON, plots and optional GIFs.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("policy", type=Path, help="policy checkpoint (.json sidecar or stem)")
-    p.add_argument(
-        "--env",
-        choices=("beamng", "distilled"),
-        default="beamng",
-        help="where to drive the laps: S3BeamNG-v0 or S3Distilled-v0",
-    )
-    add_lap_options(p, surfaces="asphalt,asphalt_wet,gravel,snow,ice", ice_patches="0,4")
-    p.add_argument(
-        "--no-laps",
-        action="store_true",
-        help="skip the laps (only the --labels sets)",
-    )
-    p.add_argument(
-        "--labels",
-        default="",
-        help="comma-separated scenario labels: episodes of the scenario pool filtered by each "
-        f"label, in the env of --env ('all' for every label; valid: {', '.join(LABELS)})",
-    )
-    p.add_argument(
-        "--episodes",
-        type=int,
-        default=None,
-        help="episodes per label set [count] (default: 256 in S3Distilled-v0, run as one batch "
-        "of cars; 8 in S3BeamNG-v0, run one after another)",
-    )
-    bng = add_beamng_options(p, when="with --beamng")
-    bng.add_argument(
-        "--beamng",
-        action="store_true",
-        help="drive in BeamNG.tech at --host/--port instead of the open stand-in",
-    )
-    p.add_argument(
-        "--no-expert",
-        action="store_true",
-        help="skip the scripted expert's reference laps (by default every lap table has the "
-        "expert's row and each policy row its ratio to it)",
-    )
-    p.add_argument(
-        "--gif-every",
-        type=int,
-        default=0,
-        help="keep a GIF frame every N steps (0: no GIFs) [steps]",
-    )
-    p.add_argument("--out", type=Path, default=Path("runs/eval"), help="output folder")
-    p.set_defaults(func=_run_evaluate)
-
-
-def _run_evaluate(args: argparse.Namespace) -> int:
-    """``s3 evaluate``."""
-    from gym_s3.scenarios import LABELS, label_mask
-    from policies.checkpoint import load_policy
-    from policies.evaluate import evaluate_beamng, evaluate_beamng_labels
-    from policies.evaluate_distilled import evaluate_distilled_laps, evaluate_labels
-    from policies.report import write_evaluation
-
-    labels = list(LABELS) if args.labels.strip() == "all" else csv_list(args.labels, str)
-    label_mask(labels)  # unknown labels fail before any lap is driven
-    if args.no_laps and not labels:
-        raise ConfigError("--no-laps leaves nothing to evaluate; pass --labels too")
-    if args.beamng and args.env != "beamng":
-        raise ConfigError("--beamng drives the laps in BeamNG.tech; it needs --env beamng")
-    sim = beamng_options(args, active=args.beamng, how="--beamng")
-    episodes = args.episodes if args.episodes is not None else 8 if args.env == "beamng" else 256
-    if episodes < 1:
-        raise ConfigError(f"--episodes must be >= 1, got {args.episodes}")
-    policy = load_policy(args.policy)
-    backend = args.backend or policy.backend
-    lap_kw = dict(surfaces=csv_list(args.surfaces, str),
-                  ice_patches=csv_list(args.ice_patches, int), track=args.track,
-                  seed=args.seed, render_every=args.gif_every,
-                  max_steps=args.max_steps, time_limit_s=args.time_limit,
-                  expert=not args.no_expert)  # fmt: skip
-    results = []
-    if not args.no_laps and args.env == "beamng":
-        results += evaluate_beamng(policy, standin=not args.beamng, **lap_kw, **sim)
-    elif not args.no_laps:
-        ckpt = args.dynamics_checkpoint
-        results += evaluate_distilled_laps(policy, backend=backend, checkpoint=ckpt, **lap_kw)
-    if labels and args.env == "beamng":
-        results += evaluate_beamng_labels(policy, labels, episodes=episodes, seed=args.seed,
-                                          standin=not args.beamng, **sim)  # fmt: skip
-    elif labels:
-        results += evaluate_labels(policy, labels, backend=backend,
-                                   checkpoint=args.dynamics_checkpoint, num_envs=episodes,
-                                   seed=args.seed)  # fmt: skip
-    paths = write_evaluation(results, args.out, title=f"Policy {policy.path} ({policy.backend})")
-    for path in paths:
-        print(path)
     return 0

@@ -1,7 +1,9 @@
-"""Evaluate policies: Putnam Park laps in ``S3BeamNG-v0``.
+"""Evaluate policies: laps in ``S3BeamNG-v0``, one after another through the simulator link.
 
-The distilled side (the same laps, and scenario sets filtered by label) is
-:mod:`policies.evaluate_distilled`.
+The same laps run as one batch of cars of the stand-in's vehicle model in
+:mod:`policies.evaluate_model` (``s3 evaluate --simulator model``), and in ``S3Distilled-v0`` in
+:mod:`policies.evaluate_distilled`; label sets in ``S3BeamNG-v0`` are
+:mod:`policies.evaluate_labels`. The command line is :mod:`policies.evaluate_cli`.
 
 Every run reports the same metrics (:mod:`gym_s3.metrics`, via the task's ``episode/*`` infos):
 cross-track error (mean, max), heading error, speed-tracking error, action smoothness, completion
@@ -108,7 +110,8 @@ FAILURES: tuple[str, ...] = ("off_track", "spin_out", "non_finite", "stalled")
 EXPERT_RATIOS: tuple[str, ...] = ("cte_mean", "cte_max", "lap_time")
 
 
-def _reason(info: dict[str, Any], truncated: bool) -> str:
+def run_end(info: dict[str, Any], truncated: bool) -> str:
+    """``RunResult.terminated_by`` from the last step's ``info`` flags and ``truncated``."""
     for key in ("completed", *FAILURES):
         if bool(info.get(key, False)):
             return key
@@ -186,7 +189,7 @@ def run_episode(
         env=env_name,
         condition=condition,
         metrics=metrics,
-        terminated_by=_reason(info, truncated),
+        terminated_by=run_end(info, truncated),
         trajectory=np.asarray(traj, dtype=np.float64).reshape(-1, 2),
         cte=np.asarray(cte),
         s=np.asarray(s),
@@ -235,10 +238,10 @@ def simulator(standin: bool, fast: bool, **options: Any) -> Iterator[tuple[str, 
                 launched.quit_on_close = launched.process is not None  # only what it started
                 launched.close() if launched.quit_on_close else launched.disconnect()
         return
-    from gym_s3.beamng.standin.config import WorldConfig
+    from gym_s3.beamng.standin.config import standin_world
     from gym_s3.beamng.standin.server import StandInServer
 
-    world = WorldConfig(dtype="float32", compile=True) if fast else WorldConfig()
+    world = standin_world(fast)
     server = StandInServer(port=0, world_config=world)
     try:
         yield "S3BeamNG-v0 (open stand-in)", {"host": "127.0.0.1", "port": server.start()}
@@ -375,113 +378,3 @@ def compare_with_expert(results: Sequence[RunResult]) -> list[RunResult]:
                  "lap_time": (r.metrics["steps"], ref_steps)}  # fmt: skip
         r.vs_expert = {k: (a / b if b > 0 else None) for k, (a, b) in pairs.items()}
     return list(results)
-
-
-def evaluate_beamng_labels(
-    policy: Policy,
-    labels: Sequence[str],
-    *,
-    episodes: int = 8,
-    seed: int = 0,
-    standin: bool = True,
-    progress: bool = True,
-    fast: bool = True,
-    max_steps: int | None = None,
-    scenario: dict[str, Any] | None = None,
-    **sim_options: Any,
-) -> list[RunResult]:
-    """Episodes of the scenario pool filtered by each label, one after another in ``S3BeamNG-v0``.
-
-    The scenarios (path, surface layout, start) are drawn by ``seed`` from the same pool as
-    ``S3Distilled-v0``'s (:class:`gym_s3.envs.config.ScenarioConfig`), and each episode uses the
-    distilled env's task (start noise, 400-step limit), so the label rows of both envs compare.
-
-    Args:
-        policy: the policy (its ``obs_mode`` configures the env).
-        labels: scenario labels (:data:`gym_s3.scenarios.LABELS`).
-        episodes: episodes per label (at most the label's scenario count).
-        seed: seed of the scenario draws and of each episode's start noise.
-        standin: use the open stand-in (``True``) or BeamNG.tech (``sim_options``).
-        progress: print one line per label.
-        fast: compiled float32 stand-in physics (see :func:`evaluate_beamng`).
-        max_steps: cap on the steps of each episode (default: the task's 400-step limit).
-        scenario: :class:`~gym_s3.envs.config.ScenarioConfig` fields (``tracks``, ...).
-        **sim_options: BeamNG.tech connection, as in :func:`evaluate_beamng`.
-    """
-    import gymnasium as gym
-    import torch
-
-    import gym_s3  # noqa: F401  (registers the ids)
-    from gym_s3.envs.beamng import BeamNGEnvConfig
-    from gym_s3.envs.config import ScenarioConfig
-    from gym_s3.envs.pools import scenario_placement, scenario_source
-    from gym_s3.scenarios import label_mask
-    from gym_s3.task import TaskConfig
-
-    label_mask(labels)  # fail before the simulator starts
-    config = BeamNGEnvConfig(task=TaskConfig(obs_mode=policy.obs_mode))
-    results = []
-    with simulator(standin, fast, **sim_options) as (name, connect):
-        for label in labels:
-            source = scenario_source(ScenarioConfig(labels=(label,), **(scenario or {})))
-            pool = source.pool
-            gen = torch.Generator().manual_seed(seed)
-            picks = torch.randperm(pool.num_scenarios, generator=gen)[:episodes].tolist()
-            t0 = time.perf_counter()
-            runs = []
-            for k, idx in enumerate(picks):
-                env = gym.make("S3BeamNG-v0", config=config, **connect,
-                               **scenario_placement(source, idx))  # fmt: skip
-                try:
-                    runs.append(run_episode(env, policy, env_name=name, seed=seed + k,
-                                            condition={"label": label},
-                                            max_steps=max_steps))  # fmt: skip
-                finally:
-                    env.close()
-            ends = [r.terminated_by for r in runs]
-            res = label_summary(
-                name, label, {k: float(np.mean([r.metrics[k] for r in runs])) for k in METRICS},
-                completed=float(np.mean([e == "completed" for e in ends])),
-                failed=float(np.mean([e in FAILURES for e in ends])),
-                episodes=len(runs), wall_s=time.perf_counter() - t0,
-            )  # fmt: skip
-            results.append(res)
-            if progress:
-                print_run(res)
-    return results
-
-
-def label_summary(
-    env: str,
-    label: str,
-    metrics: dict[str, float],
-    *,
-    completed: float,
-    failed: float,
-    episodes: int,
-    wall_s: float,
-) -> RunResult:
-    """One table row for a label set.
-
-    Args:
-        env: env name of the row.
-        label: the scenario label.
-        metrics: mean :data:`METRICS` over the set's episodes.
-        completed: share of episodes that completed their route.
-        failed: share of episodes that ended by a failure (:data:`FAILURES`).
-        episodes: episode count.
-        wall_s: wall-clock time of the set [s].
-    """
-    empty = np.zeros(0)
-    return RunResult(
-        env=env,
-        condition={"label": label, "episodes": episodes},
-        metrics={k: float(metrics[k]) for k in METRICS},
-        terminated_by=f"done {completed:.0%} fail {failed:.0%}",
-        trajectory=np.zeros((0, 2)),
-        cte=empty,
-        s=empty,
-        speed=empty,
-        target=empty,
-        wall_s=wall_s,
-    )

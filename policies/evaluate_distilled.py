@@ -21,10 +21,10 @@ from policies.evaluate import (
     METRICS,
     RunResult,
     drive_laps,
-    label_summary,
     lap_drivers,
     print_run,
 )
+from policies.evaluate_labels import label_summary
 
 
 def evaluate_distilled_laps(

@@ -24,13 +24,17 @@ from gym_s3.errors import ConfigError
 EXPERT = "expert"
 
 
-def _expert_controller(seed: int) -> Any:
-    """A one-car scripted expert without noise, perturbations or speed scale."""
+def expert_controller(seed: int, n: int = 1) -> Any:
+    """The scripted expert of ``n`` cars without noise, perturbations or speed scale.
+
+    The one configuration of the expert's lap rows: :class:`ExpertDriver` drives one car with
+    it, the batched lap runner (:mod:`policies.evaluate_model`) every expert lap of a table.
+    """
     from gym_s3.drivers.expert import BatchedExpert, ExpertConfig, PerturbationConfig
 
     config = ExpertConfig(steer_noise=0.0, accel_noise=0.0, speed_scale=(1.0, 1.0),
                           perturbations=PerturbationConfig.none())  # fmt: skip
-    return BatchedExpert(1, config, seed=seed)
+    return BatchedExpert(n, config, seed=seed)
 
 
 class ExpertDriver:
@@ -49,7 +53,7 @@ class ExpertDriver:
     backend = EXPERT
 
     def __init__(self, seed: int = 0) -> None:
-        self._expert = _expert_controller(seed)
+        self._expert = expert_controller(seed)
         self._env: Any = None
 
     def start(self, env: Any) -> None:

@@ -13,9 +13,15 @@ from policies.evaluate import METRICS, RunResult
 
 
 def run_tag(result: RunResult) -> str:
-    """File-name tag of a run, e.g. ``asphalt_p4`` (``asphalt-to-ice_p0`` for ``asphalt>ice``)."""
+    """File-name tag of a run, e.g. ``asphalt_p4`` or ``asphalt-to-ice_p0`` (``asphalt>ice``).
+
+    A track other than Putnam leads the tag and a named driver ends it:
+    ``procedural-201_snow_p0_ddm``.
+    """
     c = result.condition
     parts = [str(c.get("surface", "run")).replace(">", "-to-")]
+    if c.get("track", "putnam") != "putnam":  # tables of several tracks
+        parts.insert(0, "".join(ch if ch.isalnum() else "-" for ch in str(c["track"])))
     if "ice_patches" in c:
         parts.append(f"p{c['ice_patches']}")
     if "label" in c:

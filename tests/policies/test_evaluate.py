@@ -151,7 +151,7 @@ def test_distilled_lap_metrics_do_not_depend_on_rendering(policy):
 def test_label_sets_run_in_the_standin_from_the_same_pool(policy):
     """``evaluate_beamng_labels`` drives pool scenarios of the label in S3BeamNG-v0 (stand-in)."""
     pytest.importorskip("beamngpy")
-    from policies.evaluate import evaluate_beamng_labels
+    from policies.evaluate_labels import evaluate_beamng_labels
 
     (res,) = evaluate_beamng_labels(
         policy, ["sharp_turn"], episodes=2, fast=False, max_steps=6, progress=False,

@@ -289,10 +289,10 @@ class SimLink:
         bngpy = require("beamngpy", purpose=self.purpose)
         host = self.sim.host
         if self.sim.standin:
-            from gym_s3.beamng.standin.config import WorldConfig
+            from gym_s3.beamng.standin.config import standin_world
             from gym_s3.beamng.standin.server import StandInServer
 
-            world = WorldConfig(dtype="float32", compile=True) if self.sim.standin_fast else None
+            world = standin_world(self.sim.standin_fast)
             self.server = StandInServer(host="127.0.0.1", port=0, world_config=world)
             self.server.start()
             host = "127.0.0.1"

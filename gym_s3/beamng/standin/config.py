@@ -76,3 +76,13 @@ class WorldConfig:
             raise ConfigError(
                 f"WorldConfig.dtype must be 'float32' or 'float64', got {self.dtype!r}"
             )
+
+
+def standin_world(fast: bool) -> WorldConfig:
+    """The world of an in-process stand-in: ``fast`` is float32 physics through ``torch.compile``.
+
+    ``fast=False`` is the float64 eager reference physics (bitwise repeatable). ``s3 evaluate``,
+    ``S3BeamNG-v0(standin_fast=True)`` and the batched lap runner
+    (:mod:`policies.evaluate_model`) all take their physics settings from here.
+    """
+    return WorldConfig(dtype="float32", compile=True) if fast else WorldConfig()

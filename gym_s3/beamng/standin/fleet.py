@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -22,6 +23,9 @@ from torch import Tensor
 
 from gym_s3.tracks.friction import FrictionField
 from gym_s3.vehicle import VehicleModel, VehicleParams, VehicleState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gym_s3.beamng.standin.config import WorldConfig
 
 #: columns of the latched control tensor
 CONTROL_COLUMNS = ("steering", "throttle", "brake", "parkingbrake", "clutch")
@@ -80,6 +84,19 @@ class Fleet:
         self.accel_smooth = torch.zeros((0, 3), device=device, dtype=dtype)
         #: ``(N,)`` +1 drive, 0 neutral (also used for reverse, which is not simulated)
         self.drive_enabled = torch.ones(0, device=device, dtype=dtype)
+
+    @staticmethod
+    def from_config(config: WorldConfig) -> Fleet:
+        """The (empty) fleet of a stand-in world with ``config``'s physics settings."""
+        return Fleet(
+            config.vehicle_params,
+            physics_rate_hz=config.physics_rate_hz,
+            smoothing_rate=config.smoothing_rate,
+            abs_enabled=config.abs_enabled,
+            device=torch.device(config.device),
+            dtype=getattr(torch, config.dtype),
+            compile=config.compile,
+        )
 
     @property
     def n(self) -> int:

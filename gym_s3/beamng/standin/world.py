@@ -63,15 +63,7 @@ class World:
     def __init__(self, config: WorldConfig) -> None:
         self.config = config
         self.dtype = getattr(torch, config.dtype)
-        self.fleet = Fleet(
-            config.vehicle_params,
-            physics_rate_hz=config.physics_rate_hz,
-            smoothing_rate=config.smoothing_rate,
-            abs_enabled=config.abs_enabled,
-            device=torch.device(config.device),
-            dtype=self.dtype,
-            compile=config.compile,
-        )
+        self.fleet = Fleet.from_config(config)
         #: called with a vehicle id whenever a vehicle leaves the world (server closes sockets)
         self.on_vehicle_removed: Callable[[str], None] = lambda vid: None
         self.scenarios: dict[str, ScenarioRecord] = {}

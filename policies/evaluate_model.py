@@ -1,0 +1,296 @@
+"""Lap tables in the stand-in's vehicle model, every lap one car of one batch, in-process.
+
+``s3 evaluate --simulator model`` drives the laps of :func:`policies.evaluate.evaluate_beamng`
+(tracks x lap surfaces x ice-patch counts x drivers) without the simulator link: every lap is one
+car of one batch of the open stand-in's high-fidelity vehicle model
+(:class:`gym_s3.sources.VehicleModelCars`, built exactly as the stand-in server builds the model
+it steps one frame with), under one :class:`gym_s3.task.TrackingTask` with the lap task
+(:func:`gym_s3.task.lap_task`) over a pool whose variants are exactly the laps: each track with
+``lap_layout(track, surface, patches, seed)``, starting at ``s = 0`` from rest. So each car
+drives the lap that ``S3BeamNG-v0`` on the stand-in would drive, at thousands of car-steps per
+second instead of about 20 control steps per second through TCP.
+
+What the stand-in's ``S3BeamNG-v0`` does at a reset is mirrored: the car is placed at rest with
+neutral controls, then stepped once (the teleport's step), and the first observation is taken
+there. The metrics and ``terminated_by`` come from the task's own episode statistics
+(``episode/*`` of the step that ended each car's lap); the physics is float32 through
+``torch.compile`` when ``fast`` (what ``s3 evaluate`` gives the stand-in by default) or the float64
+eager reference physics.
+
+Every row of a batch reports the batch's wall-clock time as its ``wall_s``.
+
+Drivers share a batch when they read the same observations: the scripted expert (noise-free,
+:func:`policies.expert_driver.expert_controller`) and every ``default``-mode policy in one batch,
+``oracle``-mode policies in another. Each driver acts on its own rows in one call per step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from gym_s3.errors import ConfigError
+from gym_s3.progress import progress_bar
+from policies.checkpoint import Policy
+from policies.evaluate import METRICS, RunResult, compare_with_expert, print_run, run_end
+
+__all__ = ["MODEL_ENV", "Lap", "evaluate_model", "lap_grid", "run_lap_batch", "standin_model"]
+
+#: The simulator the rows of this runner name (``RunResult.env``).
+MODEL_ENV = "open stand-in vehicle model (batched in-process)"
+#: The ``info`` flags read back at each car's last step (``run_end`` ranks them).
+_FLAGS: tuple[str, ...] = ("completed", "off_track", "spin_out", "non_finite", "stalled")
+
+
+@dataclass(frozen=True)
+class Lap:
+    """One lap of a table.
+
+    Attributes:
+        track: track name (``putnam``, ``procedural:<seed>``, ...).
+        surface: lap surface (a surface name or a transition such as ``asphalt>ice``).
+        ice_patches: ice patches placed by the layout seed.
+    """
+
+    track: str
+    surface: str
+    ice_patches: int
+
+    @property
+    def condition(self) -> dict[str, Any]:
+        """The ``RunResult.condition`` of the lap (as ``evaluate_beamng`` writes it)."""
+        return {"track": self.track, "surface": self.surface, "ice_patches": self.ice_patches}
+
+
+def lap_grid(tracks: Sequence[str], surfaces: Sequence[str], ice_patches: Sequence[int]
+             ) -> list[Lap]:  # fmt: skip
+    """Every track x surface x ice-patch count (in that order)."""
+    return [Lap(t, s, int(p)) for t in tracks for s in surfaces for p in ice_patches]
+
+
+def standin_model(fast: bool) -> Any:
+    """The :class:`~gym_s3.vehicle.VehicleModel` the stand-in steps one control period with.
+
+    The in-process stand-in of ``s3 evaluate`` (:func:`~gym_s3.beamng.standin.config.standin_world`)
+    with ``S3BeamNG-v0``'s deterministic frame rate: the same physics rate, substeps, friction
+    reads, ABS, dtype and compilation, one frame per 50 ms control step.
+    """
+    from gym_s3.beamng.client.link import BeamNGConfig
+    from gym_s3.beamng.standin.config import standin_world
+    from gym_s3.beamng.standin.fleet import Fleet
+
+    sim = BeamNGConfig()
+    if sim.frames_per_step != 1:  # pragma: no cover - guards a change of the env's frame rate
+        raise ConfigError(f"the batched laps step one frame per control step, not {sim}")
+    return Fleet.from_config(standin_world(fast)).model(sim.steps_per_second)
+
+
+def _drivers_by_mode(
+    policies: Sequence[tuple[str, Policy]], expert: bool
+) -> dict[str, list[tuple[str, Policy | None]]]:
+    """Drivers grouped by observation mode (``None`` policy: the expert, in ``default``)."""
+    from policies.expert_driver import EXPERT
+
+    groups: dict[str, list[tuple[str, Policy | None]]] = {}
+    if expert:
+        groups["default"] = [(EXPERT, None)]
+    for name, policy in policies:
+        groups.setdefault(policy.obs_mode, []).append((name, policy))
+    names = [n for group in groups.values() for n, _ in group]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"driver names must differ (got {names}); rename a checkpoint")
+    return groups
+
+
+def evaluate_model(
+    policies: Sequence[tuple[str, Policy]],
+    laps: Sequence[Lap],
+    *,
+    seed: int = 0,
+    max_steps: int | None = None,
+    time_limit_s: float | None = None,
+    expert: bool = True,
+    fast: bool = True,
+    progress: bool = True,
+) -> list[RunResult]:
+    """Every lap by every driver in the batched vehicle model; policy rows get ``vs_expert``.
+
+    Args:
+        policies: ``(name, policy)`` pairs; the name is the table's driver column.
+        laps: the laps (see :func:`lap_grid`).
+        seed: seed of the patch placement (and of the expert, which draws nothing).
+        max_steps: cap on the steps of each lap (stopped laps end as ``running``).
+        time_limit_s: lap time limit [s] (default: twice the reference lap of each layout).
+        expert: also drive every lap with the scripted expert.
+        fast: float32 physics through ``torch.compile`` (as the stand-in of ``s3 evaluate``);
+            ``False``: the float64 eager reference physics.
+        progress: show the steps of each batch and print one line per lap.
+
+    Returns:
+        per lap, the expert's row first, then the policies' rows in the given order.
+    """
+    if not laps:
+        raise ConfigError("no laps to drive: give at least one track, surface and patch count")
+    groups = _drivers_by_mode(policies, expert)
+    results = []
+    for mode, drivers in groups.items():
+        results += run_lap_batch(laps, drivers, obs_mode=mode, seed=seed, max_steps=max_steps,
+                                 time_limit_s=time_limit_s, fast=fast,
+                                 progress=progress)  # fmt: skip
+    order = {name: i for i, name in enumerate(n for group in groups.values() for n, _ in group)}
+    lap_index = {repr(lap.condition): i for i, lap in enumerate(laps)}
+    results.sort(key=lambda r: (lap_index[repr(r.condition)], order[r.driver]))
+    if progress:
+        for r in results:
+            print_run(r)
+    return compare_with_expert(results)
+
+
+def run_lap_batch(
+    laps: Sequence[Lap],
+    drivers: Sequence[tuple[str, Policy | None]],
+    *,
+    obs_mode: str,
+    seed: int,
+    max_steps: int | None,
+    time_limit_s: float | None,
+    fast: bool,
+    progress: bool = False,
+) -> list[RunResult]:
+    """One batch: car ``d * L + l`` is driver ``d`` on lap ``l`` (``L`` laps).
+
+    Args:
+        laps: the L laps.
+        drivers: ``(name, policy)``; a ``None`` policy is the scripted expert.
+        obs_mode: observation mode of every policy here.
+        seed: patch placement seed.
+        max_steps: cap on the steps.
+        time_limit_s: lap time limit [s] (default: the lap task's derived limit).
+        fast: float32 compiled physics (else float64 eager).
+        progress: show a progress bar of the batch's steps.
+    """
+    from gym_s3.rows import ResetRows
+    from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
+    from gym_s3.sources import VehicleModelCars
+    from gym_s3.task import TrackingTask, lap_task
+    from gym_s3.tracks.lap_layouts import lap_layout
+    from gym_s3.tracks.registry import cached_track
+    from policies.expert_driver import expert_controller
+
+    t0 = time.perf_counter()
+    tracks = list(dict.fromkeys(lap.track for lap in laps))
+    paths = [cached_track(t) for t in tracks]
+    layouts = [[lap_layout(paths[k], lap.surface, lap.ice_patches, seed)
+                for lap in laps if lap.track == t] for k, t in enumerate(tracks)]  # fmt: skip
+    # S3BeamNG-v0's pool per lap: the same speed profile settings, one start at s = 0
+    pool = ScenarioPool.build(paths, layouts, PoolConfig(), starts=[[0.0]] * len(paths))
+    # pool variants run track by track; map each lap to its variant (= its scenario)
+    seen = {t: 0 for t in tracks}
+    offsets = [sum(len(lay) for lay in layouts[:k]) for k in range(len(tracks))]
+    lap_variant = []
+    for lap in laps:
+        k = tracks.index(lap.track)
+        lap_variant.append(offsets[k] + seen[lap.track])
+        seen[lap.track] += 1
+    n_laps, n = len(laps), len(laps) * len(drivers)
+    scenario = torch.tensor(lap_variant, dtype=torch.int64).repeat(len(drivers))
+    if not bool((pool.scenario_variant[scenario] == scenario).all()):  # pragma: no cover
+        raise ConfigError("lap pool: expected one scenario per variant")
+    task = TrackingTask(pool, n, lap_task(time_limit_s, obs_mode=obs_mode))
+    every = ResetRows(torch.ones(n, dtype=torch.bool))
+    start = task.begin(every, torch.Generator().manual_seed(seed), scenario)
+    # the stand-in's levels are flat (z = 0); its teleport puts the car at rest
+    start = replace(start, z=torch.zeros_like(start.z))
+    model = standin_model(fast)
+    cars = VehicleModelCars(model, n)
+    cars.place(every, start, task.wheel_friction(start.ego()))
+    # S3BeamNG-v0's reset steps the placed car once with neutral controls before observing
+    zero = torch.zeros(n, 2, dtype=torch.float32)
+    ego = cars.advance(zero, task.surfaces, task.wheel_friction(start.ego())).ego
+    obs = task.observe(ego)
+    expert_rows = [d for d, (_, pol) in enumerate(drivers) if pol is None]
+    expert = expert_controller(seed, n) if expert_rows else None
+    cap = int(task.limit.max()) if max_steps is None else min(int(task.limit.max()), max_steps)
+    trace = _Trace(n, cap)
+    ended = torch.zeros(n, dtype=torch.bool)
+    bar = progress_bar(enabled=progress, transient=True)
+    job = bar.add_task(f"{MODEL_ENV}: {n} cars ({obs_mode} obs)", total=cap)
+    bar.start()
+    for _ in range(cap):
+        action = torch.zeros(n, 2, dtype=torch.float32)
+        if expert is not None:
+            action = expert.act(ego, task.measure(ego), task).float()
+        for d, (_, pol) in enumerate(drivers):
+            if pol is not None:
+                rows = slice(d * n_laps, (d + 1) * n_laps)
+                action[rows] = torch.as_tensor(pol.act(obs[rows].float())).float().cpu()
+        action = action.clamp(-1.0, 1.0)
+        moved = cars.advance(action, task.surfaces, zero)
+        out = task.step(moved.ego, action, fault=moved.fault)
+        trace.record(out.info, out.obs[:, 0], out.truncated, ended)
+        ended |= out.terminated | out.truncated
+        ego, obs = moved.ego, out.obs
+        bar.update(job, advance=1)
+        if bool(ended.all()):
+            break
+    bar.stop()
+    wall = time.perf_counter() - t0
+    results = []
+    for car in range(n):
+        (name, _), lap = drivers[car // n_laps], laps[car % n_laps]
+        res = trace.result(car, env=MODEL_ENV, condition=lap.condition, driver=name)
+        res.wall_s = wall
+        res.reference = paths[tracks.index(lap.track)]
+        res.layout = pool.layouts[lap_variant[car % n_laps]]
+        results.append(res)
+    return results
+
+
+class _Trace:
+    """Per-step traces ``(T, N)`` of a batch and each car's values at its last step."""
+
+    def __init__(self, n: int, cap: int) -> None:
+        self.steps = 0
+        names = ("x", "y", "cross_track_error", "s", "speed", "target_speed")
+        self.cols = {k: torch.zeros(cap, n, dtype=torch.float64) for k in names}
+        self.last = {k: torch.zeros(n, dtype=torch.float64) for k in METRICS}
+        self.flags = {k: torch.zeros(n, dtype=torch.bool) for k in (*_FLAGS, "truncated")}
+        self.length = torch.zeros(n, dtype=torch.int64)
+
+    def record(self, info: dict[str, Tensor], speed: Tensor, truncated: Tensor, ended: Tensor
+               ) -> None:  # fmt: skip
+        """Store one step of every car still driving (cars that ended keep their last values)."""
+        k, live = self.steps, ~ended
+        for name, col in self.cols.items():
+            col[k] = (speed if name == "speed" else info[name]).double()
+        for name in METRICS:
+            self.last[name] = torch.where(live, info[f"episode/{name}"].double(), self.last[name])
+        for name in _FLAGS:
+            self.flags[name] = torch.where(live, info[name], self.flags[name])
+        self.flags["truncated"] = torch.where(live, truncated, self.flags["truncated"])
+        self.length = torch.where(live, torch.full_like(self.length, k + 1), self.length)
+        self.steps += 1
+
+    def result(self, car: int, *, env: str, condition: dict[str, Any], driver: str) -> RunResult:
+        """The :class:`RunResult` of one car (its rows up to its last step)."""
+        t = int(self.length[car])
+        col = {name: values[:t, car].numpy() for name, values in self.cols.items()}
+        flags = {name: bool(v[car]) for name, v in self.flags.items()}
+        return RunResult(
+            env=env,
+            condition=dict(condition),
+            metrics={k: float(v[car]) for k, v in self.last.items()},
+            terminated_by=run_end(flags, flags["truncated"]),
+            trajectory=np.stack([col["x"], col["y"]], axis=-1),
+            cte=col["cross_track_error"],
+            s=col["s"],
+            speed=col["speed"],
+            target=col["target_speed"],
+            driver=driver,
+        )
