@@ -194,15 +194,11 @@ def training_pool(name: str) -> Any:
 _BASE = PPOConfig()
 #: Named presets: one per backend (the policy the paper trains on it) and the oracle policy.
 PRESETS: dict[str, PPOConfig] = {
-    # the kinematic baseline does not carry over to the high-fidelity simulator whatever its
-    # budget (the paper's finding, and ours): a third of the frames keeps its row in the tables
-    "bicycle": replace(_BASE, backend="bicycle", total_frames=8_000_000),
+    "bicycle": replace(_BASE, backend="bicycle"),
     "ddm": replace(_BASE, backend="ddm"),
-    # 16 M frames for the slower learned backends: two trainings side by side on a 2-core CPU
-    # finish in about 30 minutes each
-    "trans": replace(_BASE, backend="trans", total_frames=16_000_000),
-    "dytr": replace(_BASE, backend="dytr", total_frames=16_000_000),
-    "oracle": replace(_BASE, backend="dytr", obs_mode="oracle", total_frames=16_000_000),
+    "trans": replace(_BASE, backend="trans"),
+    "dytr": replace(_BASE, backend="dytr"),
+    "oracle": replace(_BASE, backend="dytr", obs_mode="oracle"),
     # a few seconds on a laptop: smoke tests and CI
     "tiny": replace(
         _BASE,
