@@ -21,15 +21,10 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from gym_s3.tracks.layouts import LayoutConfig, PatchConfig, sample_layout
 from gym_s3.tracks.putnam import putnam_park
 from gym_s3.tracks.speed_profile import speed_profile
-from gym_s3.tracks.surfaces import (
-    LayoutConfig,
-    PatchConfig,
-    SurfaceBatch,
-    friction_along,
-    sample_layout,
-)
+from gym_s3.tracks.surfaces import SurfaceBatch, friction_along
 
 
 def median_ms(fn: Callable[[], object], runs: int, warmup: int = 3) -> float:

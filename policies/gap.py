@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gym_s3.errors import ConfigError
 from gym_s3.spec import CONTROL_DT_S
 
 if TYPE_CHECKING:  # the evaluation (torch) is imported only when a gap is measured
@@ -92,6 +93,7 @@ def measure_gap(
     standin: bool = True,
     fast: bool = True,
     progress: bool = True,
+    batched: bool = False,
     **sim_options: Any,
 ) -> tuple[dict[str, Any], list[tuple[RunResult, RunResult]]]:
     """Drive the laps in both simulators; returns ``(gap.json content, run pairs)``.
@@ -110,23 +112,37 @@ def measure_gap(
             ``sim_options``).
         fast: compiled float32 stand-in physics (``False``: the eager float64 reference).
         progress: print one line per lap.
+        batched: high-fidelity side in the stand-in's vehicle model, every lap one car of one
+            batch in-process (:mod:`policies.evaluate_model`: the same laps and physics as the
+            stand-in through ``S3BeamNG-v0``, many times faster); needs ``standin``.
         **sim_options: BeamNG.tech connection (``host``, ``port``, ...) when not ``standin``.
     """
     from policies.evaluate import evaluate_beamng
     from policies.evaluate_distilled import evaluate_distilled_laps
+    from policies.evaluate_model import evaluate_model, lap_grid
+
+    if batched and not standin:
+        raise ConfigError("the batched vehicle model is the stand-in's physics; drop --beamng")
 
     laps = dict(track=track, surfaces=surfaces, ice_patches=ice_patches, seed=seed,
                 max_steps=max_steps, time_limit_s=time_limit_s, progress=progress,
                 expert=False)  # fmt: skip
     distilled = evaluate_distilled_laps(policy, backend=backend, checkpoint=checkpoint, **laps)
-    highfi = evaluate_beamng(policy, standin=standin, fast=fast, **laps, **sim_options)
+    if batched:
+        grid = lap_grid([track], surfaces, ice_patches)
+        highfi = evaluate_model([(policy.backend, policy)], grid, seed=seed, max_steps=max_steps,
+                                time_limit_s=time_limit_s, expert=False, fast=fast,
+                                progress=progress)  # fmt: skip
+    else:
+        highfi = evaluate_beamng(policy, standin=standin, fast=fast, **laps, **sim_options)
     pairs = list(zip(distilled, highfi, strict=True))
     report = {
         "policy": str(getattr(policy, "path", "")),
         "backend": backend or policy.backend,
         "distilled": distilled[0].env if distilled else None,
         "highfi": highfi[0].env if highfi else None,
-        "simulator": simulator_name(standin),
+        "simulator": simulator_name(standin)
+        + (" vehicle model, batched in-process" if batched else ""),
         "ratio": "high-fidelity / distilled",
         "runs": [gap_entry(d, h) for d, h in pairs],
     }
@@ -261,6 +277,14 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="high-fidelity side in BeamNG.tech at --host/--port (default: stand-in)",
     )
+    p.add_argument(
+        "--simulator",
+        choices=("standin", "model"),
+        default="standin",
+        help="high-fidelity side on the stand-in: standin (S3BeamNG-v0 through beamngpy and the "
+        "stand-in server, one lap after another) or model (every lap one car of one batch of "
+        "the stand-in's vehicle model in-process: the same laps and physics, many times faster)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="BeamNG.tech address (with --beamng)")
     p.add_argument("--port", type=int, default=25252, help="BeamNG.tech port (with --beamng)")
     p.add_argument("--out", type=Path, default=Path("runs/gap"), help="output folder")
@@ -277,7 +301,8 @@ def _run(args: argparse.Namespace) -> int:
         policy, track=args.track, surfaces=csv_list(args.surfaces, str),
         ice_patches=csv_list(args.ice_patches, int), seed=args.seed, backend=args.backend,
         checkpoint=args.dynamics_checkpoint, max_steps=args.max_steps,
-        time_limit_s=args.time_limit, standin=not args.beamng, **sim,
+        time_limit_s=args.time_limit, standin=not args.beamng,
+        batched=args.simulator == "model", **sim,
     )  # fmt: skip
     for path in write_gap(report, pairs, args.out):
         print(path)

@@ -9,7 +9,7 @@ distribution (mostly dry asphalt, a few patches anywhere).
 from __future__ import annotations
 
 from gym_s3.envs.config import DEFAULT_LAYOUT
-from gym_s3.tracks.surfaces import LayoutConfig, LayoutMix, PatchConfig
+from gym_s3.tracks.layouts import LayoutConfig, LayoutMix, PatchConfig
 
 #: Every surface the policies must hold on, in the shares a training pool draws them.
 ALL_SURFACES = LayoutMix(

@@ -221,7 +221,7 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     """``s3 rollouts``."""
     from gym_s3.data.generate import summary_line
-    from gym_s3.tracks.surfaces import PatchConfig
+    from gym_s3.tracks.layouts import PatchConfig
 
     sim_options = beamng_options(args, active=args.simulator == "beamng",
                                  how="--simulator beamng")  # fmt: skip

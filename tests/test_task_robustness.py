@@ -14,15 +14,9 @@ from gym_s3.errors import ConfigError
 from gym_s3.observations import EgoState
 from gym_s3.scenarios import PoolConfig, ScenarioPool
 from gym_s3.task import TaskConfig, TrackingTask
+from gym_s3.tracks.layouts import LayoutConfig, LayoutMix, PatchConfig, corner_apexes, sample_layout
 from gym_s3.tracks.registry import cached_track
-from gym_s3.tracks.surfaces import (
-    LayoutConfig,
-    LayoutMix,
-    PatchConfig,
-    SurfaceLayout,
-    corner_apexes,
-    sample_layout,
-)
+from gym_s3.tracks.surfaces import SurfaceLayout
 
 
 def _task(config: TaskConfig, n: int = 256) -> TrackingTask:

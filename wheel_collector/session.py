@@ -45,16 +45,10 @@ from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
 from gym_s3.sources import SimLinkCars
 from gym_s3.spec import CONTROL_DT_S
 from gym_s3.task import END_REASONS, TaskConfig, TaskStep, TrackingTask, TrackSample
+from gym_s3.tracks.layouts import LayoutConfig, PatchConfig, sample_layout
 from gym_s3.tracks.path import ReferencePath
 from gym_s3.tracks.registry import get_track
-from gym_s3.tracks.surfaces import (
-    SURFACE_NAMES,
-    LayoutConfig,
-    PatchConfig,
-    SurfaceLayout,
-    get_surface,
-    sample_layout,
-)
+from gym_s3.tracks.surfaces import SURFACE_NAMES, SurfaceLayout, get_surface
 from gym_s3.vehicle.params import SEDAN
 from wheel_collector.commands import SAFE_COMMAND, DriverCommand, InputReading, InputSource
 from wheel_collector.expert import StateObserver

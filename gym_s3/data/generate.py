@@ -44,13 +44,10 @@ from gym_s3.sources import VehicleModelCars
 from gym_s3.spec import CONTROL_DT_S
 from gym_s3.task import StartPose, TrackingTask
 from gym_s3.task_types import TrackSample
+from gym_s3.tracks.layouts import LayoutConfig, sample_layout
 from gym_s3.tracks.path import ReferencePath, wrap_angle
 from gym_s3.tracks.registry import get_track
-from gym_s3.tracks.surfaces import (
-    LayoutConfig,
-    get_surface,
-    sample_layout,
-)
+from gym_s3.tracks.surfaces import get_surface
 from gym_s3.vehicle import SEDAN, VehicleModel, VehicleState, controls_from_action
 
 #: What simulates the cars of a generated dataset (the manifest's ``simulator``).

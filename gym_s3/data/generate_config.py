@@ -10,7 +10,8 @@ from gym_s3.errors import ConfigError
 from gym_s3.scenarios.pool import PoolConfig
 from gym_s3.spec import CONTROL_DT_S
 from gym_s3.task_config import TaskConfig
-from gym_s3.tracks.surfaces import SURFACE_NAMES, PatchConfig, get_surface
+from gym_s3.tracks.layouts import PatchConfig
+from gym_s3.tracks.surfaces import SURFACE_NAMES, get_surface
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from gym_s3.rewards import RewardWeights
 from gym_s3.scenarios.labels import label_mask
 from gym_s3.scenarios.pool import PoolConfig
 from gym_s3.task import TaskConfig
-from gym_s3.tracks.surfaces import LayoutConfig, LayoutMix, PatchConfig, SurfaceLayout
+from gym_s3.tracks.layouts import LayoutConfig, LayoutMix, PatchConfig
+from gym_s3.tracks.surfaces import SurfaceLayout
 
 #: Built-in tracks of the default scenario pool: the Putnam Park approximation, procedural
 #: circuits and town routes with intersections.
@@ -55,7 +56,7 @@ class ScenarioConfig:
             (``"putnam"``, ``"procedural:<seed>"``, ``"town:<seed>"``, ``"file:<csv>"``).
         layouts_per_track: surface layouts drawn per track.
         layout: the surface distribution (base surface weights, ice patches), or a
-            :class:`~gym_s3.tracks.surfaces.LayoutMix` of several.
+            :class:`~gym_s3.tracks.layouts.LayoutMix` of several.
         labels: keep only scenarios with these labels (``gym_s3.scenarios.LABELS``); empty keeps
             all.
         match: ``"any"`` keeps scenarios with at least one of ``labels``, ``"all"`` with all.

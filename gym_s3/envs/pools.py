@@ -18,9 +18,10 @@ import torch
 from gym_s3.envs.config import ScenarioConfig
 from gym_s3.errors import ConfigError
 from gym_s3.scenarios.pool import ScenarioPool
+from gym_s3.tracks.layouts import sample_layout
 from gym_s3.tracks.path import ReferencePath
 from gym_s3.tracks.registry import cached_track, clear_track_cache
-from gym_s3.tracks.surfaces import SurfaceLayout, sample_layout
+from gym_s3.tracks.surfaces import SurfaceLayout
 
 
 @dataclass(frozen=True, eq=False)

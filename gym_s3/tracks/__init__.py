@@ -14,6 +14,7 @@ Importing this package needs only numpy and torch (plots import matplotlib when 
 """
 
 from gym_s3.tracks.friction import FrictionField, UniformFriction
+from gym_s3.tracks.layouts import LayoutConfig, PatchConfig, sample_layout
 from gym_s3.tracks.loaders import load_boundaries, load_tumftm_csv
 from gym_s3.tracks.path import Frenet, PathFeature, PathSample, ReferencePath, wrap_angle
 from gym_s3.tracks.procedural import ProceduralConfig, procedural_circuit
@@ -23,16 +24,13 @@ from gym_s3.tracks.speed_profile import SpeedProfileConfig, lap_time, speed_prof
 from gym_s3.tracks.surfaces import (
     SURFACE_NAMES,
     SURFACES,
-    LayoutConfig,
     PatchBand,
-    PatchConfig,
     RectPatch,
     Surface,
     SurfaceBatch,
     SurfaceLayout,
     friction_along,
     get_surface,
-    sample_layout,
 )
 from gym_s3.tracks.town import TownConfig, town_route
 

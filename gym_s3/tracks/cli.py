@@ -101,7 +101,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 def _layout(path: ReferencePath, args: argparse.Namespace) -> SurfaceLayout | None:
     """The asphalt layout with the requested ice patches, or ``None``."""
-    from gym_s3.tracks.surfaces import LayoutConfig, PatchConfig, sample_layout
+    from gym_s3.tracks.layouts import LayoutConfig, PatchConfig, sample_layout
 
     if args.ice_patches < 0:
         raise ConfigError(f"--ice-patches must be >= 0, got {args.ice_patches}")

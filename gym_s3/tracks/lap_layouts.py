@@ -15,9 +15,10 @@ from dataclasses import replace
 import numpy as np
 
 from gym_s3.errors import ConfigError
+from gym_s3.tracks.layouts import LayoutConfig, PatchConfig, sample_layout
 from gym_s3.tracks.path import ReferencePath
 from gym_s3.tracks.surface_table import Surface, get_surface
-from gym_s3.tracks.surfaces import LayoutConfig, PatchConfig, SurfaceLayout, sample_layout
+from gym_s3.tracks.surfaces import SurfaceLayout
 
 __all__ = ["TRANSITION", "TRANSITION_LENGTH_M", "lap_layout", "parse_lap_surface"]
 

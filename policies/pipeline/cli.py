@@ -59,6 +59,15 @@ def register(subparsers: Any) -> None:
         + " (none: full laps)",
     )
     p.add_argument(
+        "--eval-simulator",
+        default=None,
+        choices=("standin", "model"),
+        help="where the validation laps run: standin (S3BeamNG-v0 through beamngpy on the open "
+        "stand-in server, one lap after another, with GIFs) or model (every lap of every policy "
+        "one car of one batch of the stand-in's vehicle model in-process: same laps and "
+        "physics, no GIFs, tens of times faster); " + preset_values(PRESETS, "eval_simulator"),
+    )
+    p.add_argument(
         "--distill",
         default=None,
         help="comma-separated backends to distil in this run (bicycle, ddm, trans, dytr); the "
@@ -124,6 +133,7 @@ def _run(args: argparse.Namespace) -> int:
     beamng = args.rollout_simulator == "beamng"
     sim = beamng_options(args, active=beamng, how="--rollout-simulator beamng")
     config = preset(args.preset, seed=args.seed, eval_max_steps=args.eval_max_steps,
+                    eval_simulator=args.eval_simulator,
                     device=args.device, distill_backends=_names(args.distill),
                     policy_backends=_names(args.policies), rounds=args.rounds,
                     rollout_simulator=args.rollout_simulator,

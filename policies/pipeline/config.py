@@ -35,7 +35,11 @@ class PipelineConfig:
         eval_seeds: patch-placement seeds of the laps with ice patches (one run each); laps
             without patches are deterministic and run once. The scorecard's confidence
             intervals come from these runs.
-        gif_every: keep a GIF frame every this many steps of the evaluation runs.
+        gif_every: keep a GIF frame every this many steps of the evaluation runs (``standin``).
+        eval_simulator: where the evaluation laps run: ``"standin"`` (``S3BeamNG-v0`` through
+            the beamngpy client and the open stand-in server, one lap after another, with GIFs)
+            or ``"model"`` (every lap of every policy one car of one batch of the stand-in's
+            vehicle model in-process: the same physics and laps, no GIFs, tens of times faster).
         fast_standin: compiled float32 stand-in physics for evaluation and the speed-up baseline
             (one-off compilation of up to a minute, then about 10x faster).
         speedup_num_envs: cars of the distilled-env throughput measurement.
@@ -74,6 +78,7 @@ class PipelineConfig:
     eval_max_steps: int | None = None
     eval_seeds: tuple[int, ...] = (0, 1, 2)
     gif_every: int = 4
+    eval_simulator: str = "standin"
     fast_standin: bool = True
     speedup_num_envs: int = 4096
     speedup_seconds: float = 5.0
@@ -98,6 +103,10 @@ class PipelineConfig:
             raise ConfigError(
                 f"device '{self.device}' asked for, but this torch build sees no CUDA GPU; "
                 "install a CUDA build of torch or use --device cpu"
+            )
+        if self.eval_simulator not in ("standin", "model"):
+            raise ConfigError(
+                f"eval_simulator must be 'standin' or 'model', got {self.eval_simulator!r}"
             )
         if self.rounds < 0 or not self.rollout_noise >= 0 or not self.rollout_seeds:
             raise ConfigError(
@@ -155,6 +164,7 @@ PRESETS: dict[str, PipelineConfig] = {
         eval_surfaces=("asphalt",),
         eval_ice_patches=(0, 4),
         eval_max_steps=800,
+        eval_simulator="model",
         gif_every=4,
         speedup_num_envs=4096,
         speedup_seconds=3.0,

@@ -64,7 +64,7 @@ def run_pipeline(
         {**on_device, "train": outcomes["train"].key, "policies": list(config.eval_policies),
          "surfaces": list(config.eval_surfaces), "patches": list(config.eval_ice_patches),
          "max_steps": config.eval_max_steps, "gif_every": config.gif_every,
-         "fast_standin": config.fast_standin},
+         "fast_standin": config.fast_standin, "simulator": config.eval_simulator},
         lambda d: steps.stage_evaluate(d, config, outcomes["train"]), log=log,
     )  # fmt: skip
     outcomes["speedup"] = run_stage(

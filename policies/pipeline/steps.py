@@ -152,44 +152,89 @@ def stage_train(folder: Path, config: PipelineConfig, distill: StageOutcome) -> 
 
 # ---------------------------------------------------------------------------------- evaluate
 def stage_evaluate(folder: Path, config: PipelineConfig, train: StageOutcome) -> dict[str, Any]:
-    """Every policy in S3BeamNG-v0 on the open stand-in: Putnam Park, surfaces, ice patches."""
+    """Every policy in the high-fidelity simulator: Putnam Park, surfaces, ice patches.
+
+    ``eval_simulator="standin"``: each lap through ``S3BeamNG-v0`` and the beamngpy client on the
+    open stand-in, one after another (GIFs when ``gif_every``). ``"model"``: every lap of every
+    policy as one car of one batch of the stand-in's vehicle model in-process
+    (:mod:`policies.evaluate_model`: the same laps and physics, no GIFs, tens of times faster).
+    """
     from policies.checkpoint import load_policy
-    from policies.evaluate import evaluate_beamng
     from policies.report import write_evaluation
 
+    runs_of = _evaluate_batched(config, train) if config.eval_simulator == "model" else None
+    where = ("the open stand-in's vehicle model, batched in-process" if runs_of is not None
+             else "S3BeamNG-v0 (open stand-in)")  # fmt: skip
     results: dict[str, str] = {}
     for name in config.eval_policies:
         checkpoint = train.result["policies"][name]
 
         def evaluate_one(out: Path, name: str = name, checkpoint: str = checkpoint) -> dict:
-            policy = load_policy(checkpoint)
-            runs = []
-            for k, seed in enumerate(config.eval_seeds):
-                # a lap without patches is the same for every seed: it runs once
-                patches = config.eval_ice_patches if k == 0 else [
-                    p for p in config.eval_ice_patches if p > 0]  # fmt: skip
-                if not patches:
-                    continue
-                seeded = evaluate_beamng(
-                    policy,
-                    surfaces=config.eval_surfaces,
-                    ice_patches=patches,
-                    seed=seed,
-                    render_every=config.gif_every if k == 0 else 0,
-                    max_steps=config.eval_max_steps,
-                    fast=config.fast_standin,
-                )
-                for run in seeded:
-                    if run.condition.get("ice_patches"):
-                        run.condition["seed"] = seed
-                runs += seeded
-            write_evaluation(runs, out, title=f"policy '{name}' in S3BeamNG-v0 (open stand-in)")
+            if runs_of is not None:
+                runs = runs_of[name]
+            else:
+                runs = _evaluate_standin(load_policy(checkpoint), config)
+            write_evaluation(runs, out, title=f"policy '{name}' in {where}")
             return {"results": str(out / "results.json")}
 
         # a sub-stage per policy: an interrupted evaluate stage keeps the policies it finished
         inputs = {"checkpoint": checkpoint}
         results[name] = run_stage(folder, name, inputs, evaluate_one).result["results"]
     return {"results": results}
+
+
+def _seeded_patches(config: PipelineConfig) -> list[tuple[int, list[int]]]:
+    """``(seed, ice-patch counts)`` per evaluation seed: a lap without patches runs once."""
+    out = []
+    for k, seed in enumerate(config.eval_seeds):
+        patches = list(config.eval_ice_patches) if k == 0 else [
+            p for p in config.eval_ice_patches if p > 0]  # fmt: skip
+        if patches:
+            out.append((seed, patches))
+    return out
+
+
+def _mark_seed(runs: list, seed: int) -> list:
+    """Record the patch seed in the condition of the runs with ice patches."""
+    for run in runs:
+        if run.condition.get("ice_patches"):
+            run.condition["seed"] = seed
+    return runs
+
+
+def _evaluate_standin(policy: Any, config: PipelineConfig) -> list:
+    """One policy's laps through ``S3BeamNG-v0`` on the stand-in, every evaluation seed."""
+    from policies.evaluate import evaluate_beamng
+
+    runs = []
+    for k, (seed, patches) in enumerate(_seeded_patches(config)):
+        runs += _mark_seed(evaluate_beamng(
+            policy, surfaces=config.eval_surfaces, ice_patches=patches, seed=seed,
+            render_every=config.gif_every if k == 0 else 0, max_steps=config.eval_max_steps,
+            fast=config.fast_standin), seed)  # fmt: skip
+    return runs
+
+
+def _evaluate_batched(config: PipelineConfig, train: StageOutcome) -> dict[str, list]:
+    """Every policy's laps in one batch of the vehicle model per seed; rows per policy.
+
+    Each policy's list holds the expert's rows of its laps and its own rows, as the stand-in
+    path gives them.
+    """
+    from policies.checkpoint import load_policy
+    from policies.evaluate_model import evaluate_model, lap_grid
+    from policies.expert_driver import EXPERT
+
+    policies = [(n, load_policy(train.result["policies"][n])) for n in config.eval_policies]
+    out: dict[str, list] = {name: [] for name in config.eval_policies}
+    for seed, patches in _seeded_patches(config):
+        laps = lap_grid(["putnam"], config.eval_surfaces, patches)
+        runs = evaluate_model(policies, laps, seed=seed, max_steps=config.eval_max_steps,
+                              fast=config.fast_standin, progress=False)  # fmt: skip
+        _mark_seed(runs, seed)
+        for name in out:
+            out[name] += [r for r in runs if r.driver in (EXPERT, name)]
+    return out
 
 
 # ---------------------------------------------------------------------------------- speedup

@@ -23,7 +23,7 @@ from gym_s3.data.schema import (
     layout_to_dict,
 )
 from gym_s3.errors import ConfigError, DataFormatError
-from gym_s3.tracks.surfaces import LayoutConfig, PatchConfig, sample_layout
+from gym_s3.tracks.layouts import LayoutConfig, PatchConfig, sample_layout
 
 #: The columns of the data contract (notes/data_contract.md), written out here on purpose.
 CONTRACT_COLUMNS = (

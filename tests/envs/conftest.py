@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch_helpers import SMALL, one_torch_thread
 
-from gym_s3.tracks.surfaces import LayoutConfig, PatchConfig
+from gym_s3.tracks.layouts import LayoutConfig, PatchConfig
 
 #: Putnam Park on dry asphalt with one full-width, 30 m ice patch; a start every 5 m.
 ICE_LAYOUT = LayoutConfig(

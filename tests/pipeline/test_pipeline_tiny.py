@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -43,6 +44,16 @@ def test_tiny_pipeline_end_to_end_and_resume(tmp_path):
     logs: list[str] = []
     run_pipeline(preset("tiny"), tmp_path, log=logs.append)
     assert sum("unchanged" in line for line in logs) == 5
+    # the same laps in the batched vehicle model: only the evaluation re-runs, with equal rows
+    logs.clear()
+    run_pipeline(replace(preset("tiny"), eval_simulator="model"), tmp_path, log=logs.append)
+    assert sum("unchanged" in line for line in logs) == 4
+    batched = json.loads((tmp_path / "evaluate" / "bicycle" / "results.json").read_text())
+    assert "batched in-process" in batched["title"]
+    assert [(r["driver"], r["condition"]) for r in batched["runs"]] == [
+        (r["driver"], r["condition"]) for r in runs]  # fmt: skip
+    for a, b in zip(runs, batched["runs"], strict=True):
+        assert b["metrics"] == pytest.approx(a["metrics"], rel=1e-5, abs=1e-6)
 
 
 @pytest.mark.parametrize(

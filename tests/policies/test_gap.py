@@ -82,3 +82,21 @@ def test_cli_gap_writes_its_files(policy, tmp_path):
     assert rc == 0
     assert json.loads((out / "gap.json").read_text())["runs"][0]["condition"]["surface"] == "ice"
     assert (out / "gap_ice_p0.png").stat().st_size > 0
+
+
+def test_batched_high_fidelity_side_gives_the_stand_in_rows(policy):
+    """``--simulator model``: the batched vehicle model gives the stand-in's high-fidelity side.
+
+    Same laps, float64 physics on both sides: equal trajectories, metrics and ratios.
+    """
+    laps = dict(surfaces=("snow",), ice_patches=(2,), seed=3, max_steps=40, fast=False,
+                progress=False)  # fmt: skip
+    report, pairs = measure_gap(policy, **laps)
+    batched_report, batched_pairs = measure_gap(policy, batched=True, **laps)
+    ((_, highfi),), ((_, model),) = pairs, batched_pairs
+    assert "batched in-process" in batched_report["simulator"]
+    assert np.allclose(model.trajectory, highfi.trajectory, atol=1e-3)
+    assert model.metrics == pytest.approx(highfi.metrics, rel=1e-5, abs=1e-6)
+    assert batched_report["runs"][0]["ratio"] == pytest.approx(report["runs"][0]["ratio"])
+    with pytest.raises(Exception, match="stand-in's physics"):
+        measure_gap(policy, batched=True, standin=False, **laps)

@@ -23,7 +23,8 @@ from torch import Tensor
 
 from gym_s3.scenarios.pool import PoolConfig
 from gym_s3.task import TaskConfig
-from gym_s3.tracks.surfaces import SURFACE_NAMES, LayoutConfig, PatchConfig
+from gym_s3.tracks.layouts import LayoutConfig, PatchConfig
+from gym_s3.tracks.surfaces import SURFACE_NAMES
 
 #: every base surface, ice patches on top (zero to four per layout)
 SOAK_LAYOUT = LayoutConfig(base=SURFACE_NAMES, patches=PatchConfig(count=(0, 4), surface="ice"))
@@ -228,8 +229,9 @@ def soak_vehicle_states(
         report: filled in when given (steps, time, restarts, non-finite count, memory).
         samples: memory samples taken over the run.
     """
+    from gym_s3.tracks.layouts import sample_layout
     from gym_s3.tracks.registry import get_track
-    from gym_s3.tracks.surfaces import SurfaceBatch, sample_layout
+    from gym_s3.tracks.surfaces import SurfaceBatch
     from gym_s3.vehicle import VehicleModel, VehicleState
 
     dev = torch.device(device)

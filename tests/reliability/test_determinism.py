@@ -24,7 +24,7 @@ from badinput_support import run_cli
 import gym_s3  # noqa: F401  (registers the env ids)
 from gym_s3.envs.distilled import S3DistilledBatchEnv
 from gym_s3.task import TaskConfig
-from gym_s3.tracks.surfaces import LayoutConfig, PatchConfig
+from gym_s3.tracks.layouts import LayoutConfig, PatchConfig
 
 pytestmark = pytest.mark.timeout(300)
 BACKENDS = ("bicycle", "ddm", "trans", "dytr")

@@ -20,7 +20,8 @@ from gym_s3.data.schema import COLUMNS
 from gym_s3.errors import ConfigError, SimulatorConnectionError
 from gym_s3.spec import CONTROL_DT_S, WHEELS
 from gym_s3.task import END_REASONS
-from gym_s3.tracks.surfaces import SURFACE_NAMES, PatchConfig, get_surface
+from gym_s3.tracks.layouts import PatchConfig
+from gym_s3.tracks.surfaces import SURFACE_NAMES, get_surface
 from policies.rollouts import drive_policy
 
 pytest.importorskip("beamngpy")

@@ -11,15 +11,10 @@ from trackpaths import circle_path, straight_path
 
 from gym_s3.errors import ConfigError
 from gym_s3.tracks.geometry import Segment, integrate
+from gym_s3.tracks.layouts import band_to_rects
 from gym_s3.tracks.path import ReferencePath
 from gym_s3.tracks.speed_profile import GRAVITY, SpeedProfileConfig, lap_time, speed_profile
-from gym_s3.tracks.surfaces import (
-    PatchBand,
-    SurfaceBatch,
-    SurfaceLayout,
-    band_to_rects,
-    friction_along,
-)
+from gym_s3.tracks.surfaces import PatchBand, SurfaceBatch, SurfaceLayout, friction_along
 
 CFG = SpeedProfileConfig()
 PATCH = PatchBand(s_start=650.0, length=30.0, d_min=-4.5, d_max=4.5, surface="ice", mu=0.1)

@@ -6,8 +6,8 @@ import matplotlib
 import numpy as np
 import torch
 
+from gym_s3.tracks.layouts import LayoutConfig, PatchConfig, sample_layout
 from gym_s3.tracks.plot import new_axes, plot_town, plot_track, track_title
-from gym_s3.tracks.surfaces import LayoutConfig, PatchConfig, sample_layout
 from gym_s3.tracks.town import town_grid, town_route
 
 

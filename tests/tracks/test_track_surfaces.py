@@ -10,19 +10,16 @@ import torch
 
 from gym_s3.errors import ConfigError
 from gym_s3.tracks.friction import FrictionField, UniformFriction
+from gym_s3.tracks.layouts import LayoutConfig, PatchConfig, band_to_rects, sample_layout
 from gym_s3.tracks.surfaces import (
     SURFACE_NAMES,
     SURFACES,
-    LayoutConfig,
     PatchBand,
-    PatchConfig,
     RectPatch,
     SurfaceBatch,
     SurfaceLayout,
-    band_to_rects,
     friction_along,
     get_surface,
-    sample_layout,
 )
 
 
