@@ -233,7 +233,10 @@ def _evaluate_batched(config: PipelineConfig, train: StageOutcome) -> dict[str, 
                               fast=config.fast_standin, progress=False)  # fmt: skip
         _mark_seed(runs, seed)
         for name in out:
-            out[name] += [r for r in runs if r.driver in (EXPERT, name)]
+            mine = [r for r in runs if r.driver in (EXPERT, name)]
+            for r in mine:  # a policy's table names its rows "policy", as the stand-in path does
+                r.driver = EXPERT if r.driver == EXPERT else "policy"
+            out[name] += mine
     return out
 
 
