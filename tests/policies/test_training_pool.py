@@ -9,8 +9,9 @@ import torch
 pytest.importorskip("torchrl")
 
 from gym_s3.errors import ConfigError  # noqa: E402
+from gym_s3.tracks.layouts import sample_layout  # noqa: E402
 from gym_s3.tracks.registry import cached_track  # noqa: E402
-from gym_s3.tracks.surfaces import SURFACES, sample_layout  # noqa: E402
+from gym_s3.tracks.surfaces import SURFACES  # noqa: E402
 from policies.config import POOL_NAMES, preset  # noqa: E402
 from policies.pools import ALL_SURFACES, TRAINING_POOLS  # noqa: E402
 from policies.ppo import make_train_env  # noqa: E402
