@@ -42,6 +42,7 @@ def test_lap_limit_follows_the_surface_and_gym_make_max_episode_steps_replaces_i
         S3BeamNGEnv(max_episode_steps=0)
 
 
+@pytest.mark.slow  # ~20 s of stand-in steps; the test above pins the limit itself
 def test_gym_make_max_episode_steps_past_the_derived_limit_is_driven_to_the_end():
     """On a tiny circle the lap limit is short; N beyond it still ends exactly at step N."""
     config = BeamNGEnvConfig(task=lap_task(stall_time_s=None))

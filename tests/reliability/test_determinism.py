@@ -190,6 +190,7 @@ class _PinnedClock(datetime):
         return datetime(2026, 1, 1, tzinfo=tz or timezone.utc)
 
 
+@pytest.mark.slow  # ~15 s; its sibling: test_data_generate.py::test_same_seed_same_content
 def test_data_generate_repeats_bitwise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Same seed: same manifest entries and content hash, and byte-identical episode files.
 
