@@ -4,8 +4,10 @@ Every field documents its unit; ``s3 train --help`` shows the same text. A prese
 :class:`PPOConfig` instance; command-line options override single fields.
 
 The scenario pool (:data:`TRAINING_POOLS`) and the robustness options (friction noise, observation
-noise, standing starts) are on by default: the policies are meant to hold on every surface, in a
-simulator whose friction and sensors the distilled env does not reproduce exactly.
+noise, standing starts, actuator delay) are there to make policies hold on every surface; they are
+off by default because, measured at the shipped budget of 24 M frames, they made the policies
+worse in the high-fidelity simulator (see :class:`PPOConfig`). Turn them on with ``pool``,
+``friction_noise``, ``obs_noise``, ``start_from_rest`` (``s3 train --pool all_surfaces ...``).
 """
 
 from __future__ import annotations
@@ -44,8 +46,7 @@ class PPOConfig:
         max_grad_norm: gradient-norm clip.
         hidden: hidden layer widths of actor and critic.
         init_log_std: initial log standard deviation of the actions (pre-squash).
-        max_episode_steps: episode length in the distilled env [steps of 50 ms]; 60 s meets
-            several corners even at ice speeds.
+        max_episode_steps: episode length in the distilled env [steps of 50 ms] (30 s).
         tracks: scenario-pool tracks.
         layouts_per_track: surface layouts per track.
         pool: surface distribution of the scenario pool, one of :data:`POOL_NAMES`
@@ -60,6 +61,11 @@ class PPOConfig:
             training, as a share of the feature's half range (the spec bounds) [-].
         action_delay: longest actuator delay drawn per episode, ``U{0..x}`` [steps of 50 ms]
             (0: none; off by default until its effect on transfer is measured).
+
+    The pool and the robustness options are off by default, on evidence: at 24 M frames the
+    ``all_surfaces`` recipe (60 s episodes, 20 % standing starts, friction noise 0.15, 1 %
+    observation noise) completed 16 of 32 held-out high-fidelity laps with ddm where the default
+    recipe completed 29 (README, results of the shipped policies).
         scenarios: label filter of the scenario pool (empty: all).
         logs: driving logs (dataset folders or episode files) whose expert trajectories join the
             scenario pool (:mod:`gym_s3.scenarios.expert`).
@@ -92,14 +98,14 @@ class PPOConfig:
     max_grad_norm: float = 1.0
     hidden: tuple[int, ...] = (64, 64)
     init_log_std: float = -0.7
-    max_episode_steps: int = 1200
+    max_episode_steps: int = 600
     tracks: tuple[str, ...] = ("putnam", "procedural:0", "procedural:1", "procedural:2",
                                "procedural:3", "town:0", "town:1")  # fmt: skip
     layouts_per_track: int = 8
-    pool: str = "all_surfaces"
-    start_from_rest: float = 0.2
-    friction_noise: float = 0.15
-    obs_noise: float = 0.01
+    pool: str = "default"
+    start_from_rest: float = 0.0
+    friction_noise: float = 0.0
+    obs_noise: float = 0.0
     action_delay: int = 0
     scenarios: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
