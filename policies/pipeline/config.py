@@ -133,8 +133,8 @@ class PipelineConfig:
 
 #: How long the ``quick`` preset takes, as ``s3 pipeline --help`` and the README state it.
 QUICK_DURATION = (
-    "about 20 minutes on a 2-core CPU: 5 for the PPO time budget, about 13 for laps of five "
-    "policies beside the scripted expert"
+    "about 11 minutes on a 2-core CPU: 5 for the PPO time budget, about 3 for laps of five "
+    "policies beside the scripted expert in the batched vehicle model"
 )
 
 #: ``quick`` (default): :data:`QUICK_DURATION`. It generates a small dataset, fits the
