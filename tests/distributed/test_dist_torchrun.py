@@ -24,6 +24,7 @@ def _torchrun(*args: str, timeout_s: float = 240.0) -> subprocess.CompletedProce
     return proc
 
 
+@pytest.mark.slow  # ~13 s; the two-rank gloo job of the other distributed tests stays
 @pytest.mark.timeout(300)
 def test_s3_train_under_torchrun_makes_a_policy_that_evaluates_in_one_process(tmp_path: Path):
     """``torchrun -m gym_s3.cli train --preset tiny``: one report, one job-wide checkpoint.

@@ -128,6 +128,7 @@ def test_batched_laps_match_the_fast_standin(ddm):
         assert not mismatch(a, b, 1e-4, 1e-5), (a.describe(), a.driver, mismatch(a, b, 1e-4, 1e-5))
 
 
+@pytest.mark.slow  # ~8 s; the lap-for-lap equivalence test stays in the default run
 def test_cli_drives_several_policies_tracks_and_conditions_in_the_model(tmp_path, capsys):
     """``s3 evaluate ddm oracle --simulator model --tracks ... --conditions ...``: one table."""
     import json

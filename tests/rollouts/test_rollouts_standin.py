@@ -140,6 +140,7 @@ def test_recorded_actions_are_policy_plus_noise_clipped_and_sent(rolled):
     np.testing.assert_allclose(commands[:, 2], np.maximum(-logged[:, 1], 0), atol=1e-6)
 
 
+@pytest.mark.slow  # ~12 s of stand-in driving; the batched path's seeding test stays
 def test_same_seed_same_files_other_noise_seed_differs(tmp_path):
     """Seeded: the same seeds give the same content; another noise seed other actions."""
     small = {**SMALL, "surfaces": ("ice",), "episode_s": 2.0}
