@@ -269,10 +269,10 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("policy", type=Path, help="policy checkpoint (.json sidecar or stem)")
-    from policies.lap_options import add_lap_options
+    from policies.lap_options import add_beamng_options, add_lap_options
 
     add_lap_options(p, surfaces="asphalt,snow,ice", ice_patches="0,6")
-    p.add_argument(
+    add_beamng_options(p, when="with --beamng").add_argument(
         "--beamng",
         action="store_true",
         help="high-fidelity side in BeamNG.tech at --host/--port (default: stand-in)",
@@ -285,18 +285,16 @@ def register(subparsers: Any) -> None:
         "stand-in server, one lap after another) or model (every lap one car of one batch of "
         "the stand-in's vehicle model in-process: the same laps and physics, many times faster)",
     )
-    p.add_argument("--host", default="127.0.0.1", help="BeamNG.tech address (with --beamng)")
-    p.add_argument("--port", type=int, default=25252, help="BeamNG.tech port (with --beamng)")
     p.add_argument("--out", type=Path, default=Path("runs/gap"), help="output folder")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from policies.checkpoint import load_policy
-    from policies.lap_options import csv_list
+    from policies.lap_options import beamng_options, csv_list
 
     policy = load_policy(args.policy)
-    sim = {"host": args.host, "port": args.port} if args.beamng else {}
+    sim = beamng_options(args, active=args.beamng, how="--beamng")
     report, pairs = measure_gap(
         policy, track=args.track, surfaces=csv_list(args.surfaces, str),
         ice_patches=csv_list(args.ice_patches, int), seed=args.seed, backend=args.backend,
