@@ -66,6 +66,10 @@ def _register_train(subparsers: Any) -> None:
         "friction_noise": "per-episode friction scale U(1-x, 1+x) the car feels [-]",
         "obs_noise": "observation noise std as a share of each feature's half range [-]",
         "action_delay": "longest per-episode actuator delay U{0..x} [steps of 50 ms]",
+        "init_policy": "policy checkpoint (.json) to start from: its actor and observation "
+        "normaliser (fine-tuning, curriculum stages); none: fresh networks",
+        "critic_warmup": "first iterations that train only the critic, actor frozen (use with "
+        "--init-policy) [iterations]",
         "eval_every": "every N iterations, evaluate the policy on held-out tracks (preset "
         "eval_tracks) and log eval/<metric> (0: never)",
         "eval_episodes": "episodes of each quick evaluation (one per car) [count]",

@@ -61,6 +61,12 @@ class PPOConfig:
             training, as a share of the feature's half range (the spec bounds) [-].
         action_delay: longest actuator delay drawn per episode, ``U{0..x}`` [steps of 50 ms]
             (0: none; off by default until its effect on transfer is measured).
+        init_policy: policy checkpoint whose actor and observation normaliser the run starts
+            from (a curriculum stage: fine-tune a policy of the default pool on ``all_surfaces``);
+            ``None``: fresh networks. Its observation mode and network shape must match.
+        critic_warmup: first iterations that train only the critic while the actor is frozen
+            (a fine-tune from ``init_policy`` starts with a fresh critic whose advantages would
+            otherwise push the actor around) [iterations].
 
     The pool and the robustness options are off by default, on evidence: at 24 M frames the
     ``all_surfaces`` recipe (60 s episodes, 20 % standing starts, friction noise 0.15, 1 %
@@ -107,6 +113,8 @@ class PPOConfig:
     friction_noise: float = 0.0
     obs_noise: float = 0.0
     action_delay: int = 0
+    init_policy: str | None = None
+    critic_warmup: int = 0
     scenarios: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
     eval_every: int = 10
@@ -140,6 +148,8 @@ class PPOConfig:
             )
         if not self.obs_noise >= 0:
             raise ConfigError(f"obs_noise must be >= 0, got {self.obs_noise}")
+        if int(self.critic_warmup) < 0:
+            raise ConfigError(f"critic_warmup must be >= 0 [iterations], got {self.critic_warmup}")
         if int(self.action_delay) < 0:
             raise ConfigError(f"action_delay must be >= 0 [steps], got {self.action_delay}")
         if not 0 <= self.start_from_rest <= 1 or not 0 <= self.friction_noise < 1:

@@ -231,6 +231,8 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
     torch.manual_seed(local.seed)
     env = make_train_env(local)
     actor_net, critic_net, actor, critic = build_modules(local)
+    if config.init_policy is not None:
+        start_from_policy(actor_net, config)
     rank_frames = ctx.share(config.total_frames)
     collector = Collector(
         env,
@@ -269,7 +271,8 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
                 for group in optim.param_groups:
                     done_frac = (frames - batch) / config.total_frames
                     group["lr"] = config.lr * max(0.0, 1.0 - done_frac)
-            stats = _update(config, data, advantage, loss_fn, optim, ctx)
+            warmup = iteration <= config.critic_warmup
+            stats = _update(config, data, advantage, loss_fn, optim, ctx, critic_only=warmup)
             update_norm(actor_net.norm, data["observation"], ctx)
             row = log_row(data, stats, frames, t_start, ctx)
             eval_now = bool(config.eval_every) and iteration % config.eval_every == 0
@@ -332,10 +335,35 @@ def update_norm(norm: RunningNorm, obs, ctx: DistContext) -> None:
     norm.merge(*distributed.global_moments(obs, ctx))
 
 
-def _update(config: PPOConfig, data, advantage, loss_fn, optim,
-            ctx: DistContext | None = None) -> dict[str, float]:  # fmt: skip
+def start_from_policy(actor_net: ActorNet, config: PPOConfig) -> None:
+    """Load the actor and normaliser of ``config.init_policy`` into ``actor_net`` (in place).
+
+    The normaliser is shared with the critic, so the fresh critic sees the same scaling.
+
+    Raises:
+        ConfigError: the checkpoint's observation mode or network shape differs from the run's.
+    """
+    from gym_s3.errors import ConfigError
+    from policies.checkpoint import load_policy
+
+    policy = load_policy(config.init_policy)
+    hidden = list(config.hidden)
+    if policy.obs_mode != config.obs_mode or policy.meta["hidden"] != hidden:
+        raise ConfigError(
+            f"init_policy {config.init_policy} has obs_mode '{policy.obs_mode}' and hidden "
+            f"{policy.meta['hidden']}, the run has '{config.obs_mode}' and {hidden}; start from a "
+            "policy of the same observation mode and network shape (or drop --init-policy)"
+        )
+    actor_net.load_state_dict(policy.actor.state_dict())
+
+
+def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext | None = None,
+            *, critic_only: bool = False) -> dict[str, float]:  # fmt: skip
     """GAE on the batch, then ``epochs`` passes of minibatch PPO updates (this rank's losses).
 
+    With ``critic_only`` (the warm-up of a fine-tune) only the value loss is minimised: the
+    actor's terms enter with weight 0, so its gradients are zero (DDP still sees every
+    parameter used) and Adam, whose moments start at zero, leaves it as it is.
     Ranks have equal frame counts, hence equal minibatch counts: DDP's all-reduces pair up.
     """
     ctx = ctx or DistContext()
@@ -349,7 +377,9 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim,
         perm = torch.randperm(flat.shape[0], device=flat.device)
         for idx in perm.split(config.minibatch_size):
             losses = minibatch_loss(loss_fn, flat[idx], ctx)
-            total = losses["loss_objective"] + losses["loss_critic"] + losses["loss_entropy"]
+            actor_weight = 0.0 if critic_only else 1.0
+            actor_terms = losses["loss_objective"] + losses["loss_entropy"]
+            total = losses["loss_critic"] + actor_weight * actor_terms
             optim.zero_grad(set_to_none=True)
             total.backward()
             torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)

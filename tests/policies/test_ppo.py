@@ -63,3 +63,38 @@ def test_presets_cover_every_backend_and_oracle():
     assert PRESETS["oracle"].obs_mode == "oracle"
     for name in ("bicycle", "ddm", "trans", "dytr"):
         assert PRESETS[name].backend == name
+
+
+def test_fine_tune_starts_from_the_given_policy_and_warms_the_critic_up_first(tmp_path):
+    """``init_policy`` loads actor and normaliser; ``critic_warmup`` iterations leave the actor be.
+
+    Two warm-up iterations out of two: the actor's layers come out bit-equal to the start policy's
+    (the critic trained, the normaliser kept counting). Without the warm-up they move.
+    """
+    from dataclasses import replace
+
+    base = train(preset("tiny"), tmp_path / "base", progress=False)
+    start = load_policy(base.checkpoint)
+    fine = replace(preset("tiny"), init_policy=str(base.checkpoint), total_frames=2048, seed=3)
+    frozen = train(replace(fine, critic_warmup=2), tmp_path / "frozen", progress=False)
+    moved = train(fine, tmp_path / "moved", progress=False)
+    weights = {k: v for k, v in start.actor.state_dict().items() if not k.startswith("norm.")}
+    for name, value in weights.items():
+        assert torch.equal(frozen.actor_net.state_dict()[name], value), name
+    assert frozen.actor_net.norm.count.item() == start.actor.norm.count.item() + frozen.frames
+    assert any(not torch.equal(moved.actor_net.state_dict()[k], v) for k, v in weights.items())
+    fresh = build_modules(preset("tiny"))[1]
+    assert any(not torch.equal(frozen.critic_net.state_dict()[k], v)
+               for k, v in fresh.state_dict().items() if k.startswith("body."))  # fmt: skip
+
+
+def test_fine_tune_refuses_a_policy_of_another_observation_mode(tmp_path):
+    """An ``init_policy`` whose observations differ from the run's is refused, naming both."""
+    from dataclasses import replace
+
+    from gym_s3.errors import ConfigError
+
+    base = train(preset("tiny"), tmp_path / "base", progress=False)
+    oracle = replace(preset("tiny"), obs_mode="oracle", init_policy=str(base.checkpoint))
+    with pytest.raises(ConfigError, match="obs_mode 'default'.*'oracle'"):
+        train(oracle, tmp_path / "oracle", progress=False)
