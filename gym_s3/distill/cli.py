@@ -45,7 +45,11 @@ def register(subparsers: Any) -> None:
         help="backend to train (repeatable): bicycle, ddm, trans, dytr (dytr also trains ddm)",
     )  # fmt: skip
     which.add_argument("--all", action="store_true", help="train all four backends")
-    tr.add_argument("--dataset", required=True, metavar="DIR", help="dataset folder (episodes)")
+    tr.add_argument(
+        "--dataset", required=True, nargs="+", metavar="DIR",
+        help="dataset folder(s) (episodes): the expert data, optionally followed by policy "
+        "rollouts (s3 rollouts) to train on as well (policy-in-the-loop distillation)",
+    )  # fmt: skip
     tr.add_argument("--out", required=True, metavar="DIR", help="output folder of checkpoints")
     tr.add_argument("--epochs", type=int, default=None, help="maximum epochs [count] (recipe)")
     tr.add_argument("--batch-size", type=int, default=None, help="windows per batch (recipe)")
@@ -117,11 +121,12 @@ def _threads(n: int | None) -> None:
         torch.set_num_threads(n)
 
 
-def _load_dataset(path: str, val_fraction: float):
-    """Load a dataset folder, split by session."""
+def _load_dataset(paths: str | list[str], val_fraction: float):
+    """Load one dataset folder, or several as one dataset (expert data + rollouts), by session."""
     from gym_s3.data.dataset import DrivingDataset
 
-    return DrivingDataset.load(Path(path), val_fraction=val_fraction)
+    folders = [paths] if isinstance(paths, str) else list(paths)
+    return DrivingDataset.load_folders([Path(p) for p in folders], val_fraction=val_fraction)
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -157,7 +162,8 @@ def _command(args: argparse.Namespace, names: list[str]) -> str:
     """The ``s3 distill train`` command line equivalent to ``args`` (stored in checkpoints)."""
     parts = ["s3", "distill", "train"]
     parts += ["--all"] if args.all else [f"--backend={n}" for n in names]
-    for key in ("dataset", "out", "epochs", "batch_size", "batches_per_epoch", "lr", "patience",
+    parts += ["--dataset", *args.dataset]
+    for key in ("out", "epochs", "batch_size", "batches_per_epoch", "lr", "patience",
                 "history", "horizon", "seed", "device", "val_fraction"):  # fmt: skip
         value = getattr(args, key)
         if value is not None:
