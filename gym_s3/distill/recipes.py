@@ -96,6 +96,7 @@ def run(
     overrides: dict[str, Any] | None = None,
     history: int = 10,
     command: str = "",
+    sources: Sequence[dict[str, Any]] = (),
     log: Callable[[str], None] = print,
 ) -> dict[str, Path]:
     """Train the recipes ``names`` on ``dataset`` and write ``<out_dir>/<name>.{safetensors,json}``.
@@ -107,6 +108,9 @@ def run(
         overrides: :class:`TrainConfig` fields applied to every recipe.
         history: history rows of the training windows (at least every backend's need).
         command: the command line, stored in the checkpoints.
+        sources: the dataset folders ``dataset`` unites, each ``{"folder", "content_hash",
+            "hours"}``, stored in the checkpoints as ``training.data_sources`` (expert data
+            plus policy rollouts: which part came from where).
         log: progress messages.
 
     A rerun into the same ``out_dir`` keeps backends already trained with the same settings and
@@ -178,6 +182,8 @@ def run(
             "command": command,
             "fingerprint": fingerprint,
         }
+        if sources:
+            summary["data_sources"] = [dict(src) for src in sources]
         if ctx.enabled:
             summary["distributed"] = {
                 "world_size": ctx.world_size,

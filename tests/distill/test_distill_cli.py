@@ -74,5 +74,10 @@ def test_train_on_several_dataset_folders_uses_all_their_episodes(tiny_dir, tmp_
     meta = load(out / "bicycle").checkpoint_meta
     union = DrivingDataset.load_folders(halves).content_hash
     assert meta["dataset_hash"] == union
-    assert union not in {DrivingDataset.load_folders([h]).content_hash for h in halves[:1]}
+    assert union not in {DrivingDataset.load_folders([h]).content_hash for h in halves}
     assert f"--dataset {halves[0]} {halves[1]}" in meta["training"]["command"]
+    parts = meta["training"]["data_sources"]
+    assert [p["folder"] for p in parts] == [str(h) for h in halves]
+    assert [p["content_hash"] for p in parts] == [
+        DrivingDataset.load_folders([h]).content_hash for h in halves
+    ]
