@@ -9,6 +9,7 @@ Loading needs neither TorchRL nor the training code.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -83,6 +84,27 @@ class Policy:
         device = next(self.actor.parameters()).device
         out = self.actor.act(x.to(device))
         return out.cpu().numpy() if is_np else out
+
+
+def init_actor_from(
+    actor: ActorNet, path: str | os.PathLike[str], *, obs_mode: str, hidden: Sequence[int]
+) -> None:
+    """Load the actor and observation normaliser of the policy at ``path`` into ``actor``.
+
+    The start of a fine-tune (``PPOConfig.init_policy``): the normaliser is shared with the
+    critic, so a fresh critic sees the same scaling.
+
+    Raises:
+        ConfigError: the checkpoint's observation mode or hidden widths differ from the run's.
+    """
+    policy = load_policy(path)
+    if policy.obs_mode != obs_mode or policy.meta["hidden"] != list(hidden):
+        raise ConfigError(
+            f"init_policy {path} has obs_mode '{policy.obs_mode}' and hidden "
+            f"{policy.meta['hidden']}, the run has '{obs_mode}' and {list(hidden)}; start from a "
+            "policy of the same observation mode and network shape (or drop --init-policy)"
+        )
+    actor.load_state_dict(policy.actor.state_dict())
 
 
 #: Folder of the policies shipped with the package (``s3 train --preset NAME --ship``).

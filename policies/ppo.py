@@ -35,7 +35,7 @@ from gym_s3._optional import require
 from gym_s3.distributed import DistContext
 from gym_s3.progress import progress_bar
 from gym_s3.spec import observation_size
-from policies.checkpoint import save_policy
+from policies.checkpoint import init_actor_from, save_policy
 from policies.config import PPOConfig, config_to_dict
 from policies.networks import ActorNet, CriticNet, RunningNorm
 from policies.train_log import describe, log_row, make_logger
@@ -232,7 +232,8 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
     env = make_train_env(local)
     actor_net, critic_net, actor, critic = build_modules(local)
     if config.init_policy is not None:
-        start_from_policy(actor_net, config)
+        init_actor_from(actor_net, config.init_policy, obs_mode=config.obs_mode,
+                        hidden=config.hidden)  # fmt: skip
     rank_frames = ctx.share(config.total_frames)
     collector = Collector(
         env,
@@ -333,28 +334,6 @@ def update_norm(norm: RunningNorm, obs, ctx: DistContext) -> None:
         norm.update(obs)
         return
     norm.merge(*distributed.global_moments(obs, ctx))
-
-
-def start_from_policy(actor_net: ActorNet, config: PPOConfig) -> None:
-    """Load the actor and normaliser of ``config.init_policy`` into ``actor_net`` (in place).
-
-    The normaliser is shared with the critic, so the fresh critic sees the same scaling.
-
-    Raises:
-        ConfigError: the checkpoint's observation mode or network shape differs from the run's.
-    """
-    from gym_s3.errors import ConfigError
-    from policies.checkpoint import load_policy
-
-    policy = load_policy(config.init_policy)
-    hidden = list(config.hidden)
-    if policy.obs_mode != config.obs_mode or policy.meta["hidden"] != hidden:
-        raise ConfigError(
-            f"init_policy {config.init_policy} has obs_mode '{policy.obs_mode}' and hidden "
-            f"{policy.meta['hidden']}, the run has '{config.obs_mode}' and {hidden}; start from a "
-            "policy of the same observation mode and network shape (or drop --init-policy)"
-        )
-    actor_net.load_state_dict(policy.actor.state_dict())
 
 
 def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext | None = None,
