@@ -68,8 +68,8 @@ def _register_train(subparsers: Any) -> None:
         "action_delay": "longest per-episode actuator delay U{0..x} [steps of 50 ms]",
         "init_policy": "policy checkpoint (.json) to start from: its actor and observation "
         "normaliser (fine-tuning, curriculum stages); none: fresh networks",
-        "critic_warmup": "first iterations that train only the critic, actor frozen (use with "
-        "--init-policy) [iterations]",
+        "critic_warmup": "first iterations that train only the critic, actor weights frozen "
+        "(use with --init-policy) [iterations]",
         "eval_every": "every N iterations, evaluate the policy on held-out tracks (preset "
         "eval_tracks) and log eval/<metric> (0: never)",
         "eval_episodes": "episodes of each quick evaluation (one per car) [count]",

@@ -64,7 +64,8 @@ class PPOConfig:
         init_policy: policy checkpoint whose actor and observation normaliser the run starts
             from (a curriculum stage: fine-tune a policy of the default pool on ``all_surfaces``);
             ``None``: fresh networks. Its observation mode and network shape must match.
-        critic_warmup: first iterations that train only the critic while the actor is frozen
+        critic_warmup: first iterations that train only the critic while the actor's weights stay
+            as loaded (the shared normaliser keeps updating)
             (a fine-tune from ``init_policy`` starts with a fresh critic whose advantages would
             otherwise push the actor around) [iterations].
 

@@ -273,6 +273,9 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
                     done_frac = (frames - batch) / config.total_frames
                     group["lr"] = config.lr * max(0.0, 1.0 - done_frac)
             warmup = iteration <= config.critic_warmup
+            if config.critic_warmup and iteration == config.critic_warmup + 1:
+                for param in actor_net.parameters():  # fresh Adam moments: no jolt at hand-over
+                    optim.state.pop(param, None)
             stats = _update(config, data, advantage, loss_fn, optim, ctx, critic_only=warmup)
             update_norm(actor_net.norm, data["observation"], ctx)
             row = log_row(data, stats, frames, t_start, ctx)

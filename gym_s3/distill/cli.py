@@ -2,8 +2,11 @@
 
 Examples::
 
-    # reproduce the shipped checkpoints from the default dataset
-    s3 distill train --all --dataset data/default --out gym_s3/assets/dynamics
+    # all four recipes on the default dataset (the shipped bicycle and trans come from this)
+    s3 distill train --all --dataset data/default --out runs/dynamics
+    # expert data plus policy rollouts (the shipped ddm and dytr: one policy-in-the-loop round)
+    s3 distill train --backend dytr --dataset data/default runs/roll_ddm runs/roll_dytr \
+        --out runs/pil
     # one backend, 5-step rollout loss, fewer epochs
     s3 distill train --backend trans --dataset data/default --out runs/trans --horizon 5
     # compare the shipped checkpoints with a new one on the held-out sessions

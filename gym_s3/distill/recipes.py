@@ -1,7 +1,9 @@
 """Recipes of the shipped default checkpoints, and the routine that runs them.
 
-``s3 distill train --all --dataset <default dataset> --out gym_s3/assets/dynamics`` runs the four
-recipes below in order on the dataset's train split (validation = its held-out sessions):
+``s3 distill train --all --dataset <dataset folder(s)> --out DIR`` runs the four recipes below in
+order on the dataset's train split (validation = its held-out sessions). The shipped ``bicycle``
+and ``trans`` ran on the default dataset, ``ddm`` and ``dytr`` on it plus one round of policy
+rollouts (``training.data_sources`` in their sidecars):
 
 1. ``bicycle``: the kinematic baseline's 9 parameters fitted with the one-step loss;
 2. ``ddm``: the Deep Dynamics Model, one-step loss;

@@ -83,9 +83,6 @@ def test_fine_tune_starts_from_the_given_policy_and_warms_the_critic_up_first(tm
         assert torch.equal(frozen.actor_net.state_dict()[name], value), name
     assert frozen.actor_net.norm.count.item() == start.actor.norm.count.item() + frozen.frames
     assert any(not torch.equal(moved.actor_net.state_dict()[k], v) for k, v in weights.items())
-    fresh = build_modules(preset("tiny"))[1]
-    assert any(not torch.equal(frozen.critic_net.state_dict()[k], v)
-               for k, v in fresh.state_dict().items() if k.startswith("body."))  # fmt: skip
 
 
 def test_fine_tune_refuses_a_policy_of_another_observation_mode(tmp_path):
