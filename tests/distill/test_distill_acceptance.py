@@ -83,3 +83,5 @@ def test_shipped_checkpoints_were_trained_on_this_dataset(report: dict) -> None:
     """
     for name in LEARNED:
         assert report["dataset_hash"] in report["trained_on"][name], name
+        # the same split: a smaller validation share would have trained on held-out sessions
+        assert "--val-fraction=0.15" in load(name).checkpoint_meta["training"]["command"], name
