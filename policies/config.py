@@ -65,14 +65,9 @@ class PPOConfig:
             from (a curriculum stage: fine-tune a policy of the default pool on ``all_surfaces``);
             ``None``: fresh networks. Its observation mode and network shape must match.
         critic_warmup: first iterations that train only the critic while the actor's weights stay
-            as loaded (the shared normaliser keeps updating)
-            (a fine-tune from ``init_policy`` starts with a fresh critic whose advantages would
-            otherwise push the actor around) [iterations].
-
-    The pool and the robustness options are off by default, on evidence: at 24 M frames the
-    ``all_surfaces`` recipe (60 s episodes, 20 % standing starts, friction noise 0.15, 1 %
-    observation noise) completed 16 of 32 held-out high-fidelity laps with ddm where the default
-    recipe completed 29 (README, results of the shipped policies).
+            as loaded (the shared normaliser keeps updating): a fine-tune from ``init_policy``
+            starts with a fresh critic whose advantages would otherwise push the actor around
+            [iterations].
         scenarios: label filter of the scenario pool (empty: all).
         logs: driving logs (dataset folders or episode files) whose expert trajectories join the
             scenario pool (:mod:`gym_s3.scenarios.expert`).
@@ -84,6 +79,11 @@ class PPOConfig:
         seed: seed of the env, the networks and the sampling.
         device: torch device (``cpu``, ``cuda``).
         logger: ``csv`` (default) or ``tensorboard`` (needs the tensorboard package).
+
+    The pool and the robustness options are off by default, on evidence: at 24 M frames the
+    ``all_surfaces`` recipe (60 s episodes, 20 % standing starts, friction noise 0.15, 1 %
+    observation noise) completed 16 of 32 held-out high-fidelity laps with ddm where the default
+    recipe completed 29 (README, results of the shipped policies).
     """
 
     backend: str = "ddm"

@@ -355,11 +355,11 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext
     sums: dict[str, float] = {"loss_objective": 0.0, "loss_critic": 0.0, "loss_entropy": 0.0}
     steps = 0
     params = list(loss_fn.parameters())
+    actor_weight = 0.0 if critic_only else 1.0
     for _ in range(config.epochs):
         perm = torch.randperm(flat.shape[0], device=flat.device)
         for idx in perm.split(config.minibatch_size):
             losses = minibatch_loss(loss_fn, flat[idx], ctx)
-            actor_weight = 0.0 if critic_only else 1.0
             actor_terms = losses["loss_objective"] + losses["loss_entropy"]
             total = losses["loss_critic"] + actor_weight * actor_terms
             optim.zero_grad(set_to_none=True)

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -137,6 +138,11 @@ class DrivingDataset:
         columns: ``(R,)`` tensor per log column.
         val_fraction: share of sessions in the validation split.
         root: folder the dataset was loaded from (if any).
+
+    Attributes:
+        sources: for a dataset united from several folders (:meth:`load_folders`), each folder's
+            ``{"folder", "content_hash", "hours"}``, its hash as :meth:`load` of that folder alone
+            gives it; empty otherwise.
     """
 
     def __init__(
@@ -157,6 +163,7 @@ class DrivingDataset:
         if _parent is not None:
             self.sessions = _parent.sessions  # indices stay those of the full dataset
         self._val = val_sessions(self.sessions, val_fraction)
+        self.sources: tuple[dict[str, Any], ...] = ()
 
     # ------------------------------------------------------------------ loading
     @staticmethod
@@ -202,8 +209,20 @@ class DrivingDataset:
         """
         if len(folders) == 1:
             return DrivingDataset.load(folders[0], val_fraction=val_fraction)
-        files = [f for folder in folders for f in _resolve(folder)[1]]
-        return DrivingDataset.load(files, val_fraction=val_fraction)
+        resolved = [_resolve(folder) for folder in folders]
+        dataset = DrivingDataset.load([f for _, files, _ in resolved for f in files],
+                                      val_fraction=val_fraction)  # fmt: skip
+        episodes, sources = iter(dataset.episodes), []
+        for folder, (root, files, _) in zip(folders, resolved, strict=True):
+            mine = [next(episodes) for _ in files]  # load keeps the file order
+            names = [e.path.relative_to(root).as_posix() if root else e.path.name for e in mine]
+            sources.append({
+                "folder": str(folder),
+                "content_hash": content_hash(zip(names, (e.digest for e in mine), strict=True)),
+                "hours": round(sum(e.num_rows * e.meta.dt for e in mine) / 3600.0, 4),
+            })  # fmt: skip
+        dataset.sources = tuple(sources)
+        return dataset
 
     # ------------------------------------------------------------------ basic facts
     @property

@@ -132,18 +132,6 @@ def _load_dataset(paths: str | list[str], val_fraction: float):
     return DrivingDataset.load_folders([Path(p) for p in folders], val_fraction=val_fraction)
 
 
-def _sources(folders: list[str], val_fraction: float) -> list[dict]:
-    """Each folder of a multi-folder training set: its path, content hash and hours (else [])."""
-    if len(folders) < 2:
-        return []
-    parts = []
-    for folder in folders:
-        part = _load_dataset([folder], val_fraction)
-        parts.append({"folder": str(folder), "content_hash": part.content_hash,
-                      "hours": round(part.hours, 4)})  # fmt: skip
-    return parts
-
-
 def run_train(args: argparse.Namespace) -> int:
     """``s3 distill train`` (one process, or one rank of a torchrun job)."""
     import torch
@@ -165,13 +153,7 @@ def run_train(args: argparse.Namespace) -> int:
         dataset = _load_dataset(args.dataset, args.val_fraction)
         command = _command(args, names)
         written = recipes.run(
-            dataset,
-            args.out,
-            names,
-            overrides=overrides,
-            history=args.history,
-            command=command,
-            sources=_sources(args.dataset, args.val_fraction),
+            dataset, args.out, names, overrides=overrides, history=args.history, command=command
         )
     if ctx.is_main:
         for name, path in written.items():

@@ -98,21 +98,18 @@ def run(
     overrides: dict[str, Any] | None = None,
     history: int = 10,
     command: str = "",
-    sources: Sequence[dict[str, Any]] = (),
     log: Callable[[str], None] = print,
 ) -> dict[str, Path]:
     """Train the recipes ``names`` on ``dataset`` and write ``<out_dir>/<name>.{safetensors,json}``.
 
     Args:
-        dataset: a loaded :class:`~gym_s3.data.dataset.DrivingDataset` (split by session).
+        dataset: a loaded :class:`~gym_s3.data.dataset.DrivingDataset` (split by session); its
+            ``sources`` (several folders) are stored as ``training.data_sources``.
         out_dir: output folder (also receives ``<name>.train.csv``).
         names: backends to train (see :func:`resolve`).
         overrides: :class:`TrainConfig` fields applied to every recipe.
         history: history rows of the training windows (at least every backend's need).
         command: the command line, stored in the checkpoints.
-        sources: the dataset folders ``dataset`` unites, each ``{"folder", "content_hash",
-            "hours"}``, stored in the checkpoints as ``training.data_sources`` (expert data
-            plus policy rollouts: which part came from where).
         log: progress messages.
 
     A rerun into the same ``out_dir`` keeps backends already trained with the same settings and
@@ -184,8 +181,8 @@ def run(
             "command": command,
             "fingerprint": fingerprint,
         }
-        if sources:
-            summary["data_sources"] = [dict(src) for src in sources]
+        if dataset.sources:  # several folders (expert data + rollouts): which part came whence
+            summary["data_sources"] = [dict(src) for src in dataset.sources]
         if ctx.enabled:
             summary["distributed"] = {
                 "world_size": ctx.world_size,
