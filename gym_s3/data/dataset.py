@@ -210,6 +210,12 @@ class DrivingDataset:
         if len(folders) == 1:
             return DrivingDataset.load(folders[0], val_fraction=val_fraction)
         resolved = [_resolve(folder) for folder in folders]
+        files = [f.resolve() for _, fs, _ in resolved for f in fs]
+        if len(set(files)) < len(files):
+            raise ConfigError(
+                f"the dataset folders {[str(f) for f in folders]} share episode files; each "
+                "episode would count twice: give every folder once, and no folder inside another"
+            )
         dataset = DrivingDataset.load([f for _, files, _ in resolved for f in files],
                                       val_fraction=val_fraction)  # fmt: skip
         episodes, sources = iter(dataset.episodes), []

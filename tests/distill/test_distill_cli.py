@@ -81,3 +81,12 @@ def test_train_on_several_dataset_folders_uses_all_their_episodes(tiny_dir, tmp_
     assert [p["content_hash"] for p in parts] == [
         DrivingDataset.load_folders([h]).content_hash for h in halves
     ]
+
+
+def test_the_same_folder_twice_is_refused(tiny_dir) -> None:
+    """``--dataset A A`` would count every episode twice: refused, naming the folders."""
+    from gym_s3.data.dataset import DrivingDataset
+    from gym_s3.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="share episode files"):
+        DrivingDataset.load_folders([tiny_dir, tiny_dir])
