@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_s3.errors import ConfigError
+from gym_s3.rewards import RewardWeights
 
 
 def register(subparsers: Any) -> None:
@@ -89,6 +90,12 @@ def _register_train(subparsers: Any) -> None:
                    help="driving logs (dataset folders or episode files) whose expert "
                    "trajectories join the scenario pool; "
                    + preset_values(PRESETS, "logs"))  # fmt: skip
+    weights = RewardWeights()
+    p.add_argument("--reward", nargs="+", default=None, metavar="TERM=VALUE",
+                   help="reward weights that differ from the env's default, e.g. "
+                   "'precision=0.25 precision_width=0.15'; terms and defaults: "
+                   + ", ".join(f"{k}={v:g}" for k, v in weights.to_dict().items())
+                   + " (units: gym_s3.rewards.RewardWeights)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--overwrite", action="store_true",
                    help="--out may hold an earlier run: delete its logs, policy_* checkpoints "
@@ -108,6 +115,24 @@ def _register_train(subparsers: Any) -> None:
         "job stops with an error; if omitted: $S3_DIST_TIMEOUT_S, else 300 [s]",
     )
     p.set_defaults(func=_run_train)
+
+
+def parse_reward(items: list[str]) -> RewardWeights:
+    """``['precision=0.25', ...]`` -> the default :class:`RewardWeights` with those replaced.
+
+    Raises:
+        ConfigError: an item is not ``TERM=NUMBER`` or names no reward term.
+    """
+    values: dict[str, float] = {}
+    for item in items:
+        name, _, text = item.partition("=")
+        try:
+            values[name.strip()] = float(text)
+        except ValueError:
+            raise ConfigError(
+                f"--reward expects TERM=NUMBER (e.g. precision=0.25), got {item!r}"
+            ) from None
+    return RewardWeights.from_dict({**RewardWeights().to_dict(), **values})
 
 
 #: What ``s3 train`` writes into ``--out`` (globs).
@@ -154,6 +179,8 @@ def _run_train(args: argparse.Namespace) -> int:
                  if k in preset(args.preset).__dataclass_fields__ and v is not None}  # fmt: skip
     if "logs" in overrides:
         overrides["logs"] = tuple(overrides["logs"])
+    if "reward" in overrides:
+        overrides["reward"] = parse_reward(overrides["reward"])
     config = preset(args.preset, **overrides)
     _claim_out(args.out, overwrite=args.overwrite)
     with distributed.launch(config.device, timeout_s=args.dist_timeout) as ctx:

@@ -12,10 +12,11 @@ worse in the high-fidelity simulator (see :class:`PPOConfig`). Turn them on with
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gym_s3.errors import ConfigError
+from gym_s3.rewards import RewardWeights
 
 #: Names of the training pools (:data:`policies.pools.TRAINING_POOLS`).
 POOL_NAMES: tuple[str, ...] = ("all_surfaces", "default")
@@ -47,6 +48,8 @@ class PPOConfig:
         hidden: hidden layer widths of actor and critic.
         init_log_std: initial log standard deviation of the actions (pre-squash).
         max_episode_steps: episode length in the distilled env [steps of 50 ms] (30 s).
+        reward: weights of the reward terms (:class:`~gym_s3.rewards.RewardWeights`; the env's
+            default unless overridden, ``s3 train --reward precision=0.25``).
         tracks: scenario-pool tracks.
         layouts_per_track: surface layouts per track.
         pool: surface distribution of the scenario pool, one of :data:`POOL_NAMES`
@@ -106,6 +109,7 @@ class PPOConfig:
     hidden: tuple[int, ...] = (64, 64)
     init_log_std: float = -0.7
     max_episode_steps: int = 600
+    reward: RewardWeights = field(default_factory=RewardWeights)
     tracks: tuple[str, ...] = ("putnam", "procedural:0", "procedural:1", "procedural:2",
                                "procedural:3", "town:0", "town:1")  # fmt: skip
     layouts_per_track: int = 8
@@ -179,7 +183,7 @@ class PPOConfig:
         from gym_s3.task_config import TaskConfig
 
         return TaskConfig(obs_mode=self.obs_mode, max_episode_steps=self.max_episode_steps,
-                          start_from_rest=self.start_from_rest,
+                          reward=self.reward, start_from_rest=self.start_from_rest,
                           friction_noise=self.friction_noise)  # fmt: skip
 
     def env_kwargs(self) -> dict[str, Any]:
@@ -248,9 +252,11 @@ def preset(name: str, **overrides: Any) -> PPOConfig:
 
 def config_to_dict(config: PPOConfig) -> dict[str, Any]:
     """JSON-friendly dict of a config (for checkpoints and logs)."""
-    out = {}
+    out: dict[str, Any] = {}
     for name in config.__dataclass_fields__:
         value = getattr(config, name)
+        if isinstance(value, RewardWeights):
+            value = value.to_dict()
         out[name] = list(value) if isinstance(value, tuple) else value
     return out
 
@@ -259,4 +265,6 @@ def config_from_dict(values: dict[str, Any]) -> PPOConfig:
     """Inverse of :func:`config_to_dict` (lists become tuples)."""
     valid = set(PPOConfig.__dataclass_fields__)
     kw = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in valid}
+    if isinstance(kw.get("reward"), dict):
+        kw["reward"] = RewardWeights.from_dict(kw["reward"])
     return PPOConfig(**kw)

@@ -85,3 +85,5 @@ def test_reward_weights_validation():
         RewardWeights.from_dict({"progres": 1.0})
     with pytest.raises(ConfigError, match=">= 0"):
         RewardWeights(heading=-1.0)
+    with pytest.raises(ConfigError, match="precision_width must be > 0"):
+        RewardWeights(precision_width=0.0)

@@ -21,8 +21,10 @@ from gym_s3.tracks.surfaces import RectPatch, SurfaceLayout
 
 #: Distinct weights: a swapped or sign-flipped term cannot give the same reward.
 WEIGHTS = RewardWeights(progress=0.7, cross_track=0.11, heading=0.13, speed=0.17,
-                        smoothness=0.19, failure=23.0, alive=0.29)  # fmt: skip
-TERMS = ("progress", "cross_track", "heading", "speed", "smoothness", "failure", "alive")
+                        smoothness=0.19, failure=23.0, alive=0.29, precision=0.31,
+                        precision_width=0.5)  # fmt: skip
+TERMS = ("progress", "cross_track", "heading", "speed", "smoothness", "failure", "alive",
+         "precision")  # fmt: skip
 
 
 def _task(n: int, layout: SurfaceLayout | None = None, **config) -> TrackingTask:
@@ -72,12 +74,32 @@ def test_each_error_costs_its_own_weight_in_either_direction():
         "smoothness": torch.zeros(7),
         "failure": torch.zeros(7),
         "alive": torch.full((7,), 0.29),
+        "precision": 0.31 * torch.exp(-((dy / 0.5) ** 2)),
     }
     for name in TERMS:
         assert torch.allclose(terms[name], expect[name], atol=2e-3), name
     assert torch.allclose(out.reward, sum(expect.values()), atol=5e-3)
     assert (out.reward[1:] < out.reward[0]).all()  # every error lowers the reward
     assert not out.terminated.any()
+
+
+def test_precision_pays_most_for_the_last_centimetres():
+    """The precision bonus is ``w exp(-(cte / width)^2)``, for either side of the line.
+
+    The same 12 cm closer to the line is worth the same in the linear cross-track term wherever
+    it happens, but many times more in the precision bonus near the line (3 vs 15 cm) than far
+    from it (2.03 vs 2.15 m); the bonus is bounded by its weight (on the line) and 0 (far off).
+    """
+    task = _task(7)
+    dy = torch.tensor([0.0, 0.03, -0.15, 0.15, 2.03, 2.15, 3.0])
+    out = task.step(_cars(task, 1.0, dy=dy), torch.zeros(7, 2))
+    bonus, linear = _terms(out)["precision"], _terms(out)["cross_track"]
+    torch.testing.assert_close(bonus, 0.31 * torch.exp(-((dy / 0.5) ** 2)), atol=2e-3, rtol=0)
+    assert bonus[2] == pytest.approx(bonus[3].item(), abs=1e-4)
+    assert bonus[0] > bonus[1] > bonus[2] > bonus[4] > bonus[5] > bonus[6] >= 0.0
+    near, far = (bonus[1] - bonus[2]).item(), (bonus[4] - bonus[5]).item()
+    assert near > 50.0 * far
+    assert (linear[1] - linear[2]).item() == pytest.approx((linear[4] - linear[5]).item(), abs=1e-3)
 
 
 def test_progress_pays_per_metre_and_going_backwards_costs():

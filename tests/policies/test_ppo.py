@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -95,3 +96,20 @@ def test_fine_tune_refuses_a_policy_of_another_observation_mode(tmp_path):
     oracle = replace(preset("tiny"), obs_mode="oracle", init_policy=str(base.checkpoint))
     with pytest.raises(ConfigError, match="obs_mode 'default'.*'oracle'"):
         train(oracle, tmp_path / "oracle", progress=False)
+
+
+def test_reward_weights_reach_the_task_and_round_trip_through_the_checkpoint_dict():
+    """``s3 train --reward`` replaces single weights, the env's task gets them, JSON keeps them."""
+    from gym_s3.errors import ConfigError
+    from policies.cli import parse_reward
+    from policies.config import config_from_dict, config_to_dict, preset
+
+    weights = parse_reward(["precision=0.25", "cross_track=0.4"])
+    assert (weights.precision, weights.cross_track, weights.alive) == (0.25, 0.4, 0.3)
+    config = preset("ddm", reward=weights)
+    assert config.env_kwargs()["task"].reward == weights
+    back = config_from_dict(json.loads(json.dumps(config_to_dict(config))))
+    assert back == config
+    for bad in (["precision"], ["precision=x"], ["presicion=1"]):
+        with pytest.raises(ConfigError):
+            parse_reward(bad)
