@@ -88,7 +88,10 @@ def register(subparsers: Any) -> None:
         "--checkpoint", nargs="+", required=True, metavar="NAME_OR_PATH",
         help="shipped backend names (bicycle, ddm, trans, dytr) or checkpoint paths",
     )  # fmt: skip
-    ev.add_argument("--dataset", required=True, metavar="DIR", help="dataset folder (episodes)")
+    ev.add_argument("--dataset", required=True, nargs="+", metavar="DIR",
+                    help="dataset folder(s) (episodes), evaluated as one dataset split by "
+                    "session; the folders a checkpoint was trained on give its held-out "
+                    "sessions")  # fmt: skip
     ev.add_argument("--out", required=True, metavar="DIR", help="folder for JSON and plots")
     ev.add_argument(
         "--horizons", type=int, nargs="+", default=[1, 5, 20, 60],
@@ -197,7 +200,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     windows = {k: v.to(args.device) for k, v in windows.items()}
     report = evaluate(
         backends, TensorWindows(windows), args.horizons,
-        meta={"dataset": str(args.dataset), "dataset_hash": dataset.content_hash,
+        meta={"dataset": [str(d) for d in args.dataset], "dataset_hash": dataset.content_hash,
               "split": args.split, "stride": args.stride, "checkpoints": sources},
     )  # fmt: skip
     if args.rollouts:

@@ -81,6 +81,23 @@ def test_train_on_several_dataset_folders_uses_all_their_episodes(tiny_dir, tmp_
     assert [p["content_hash"] for p in parts] == [
         DrivingDataset.load_folders([h]).content_hash for h in halves
     ]
+    ev = tmp_path / "ev"
+    code = _run(["distill", "evaluate", "--checkpoint", str(out / "bicycle"), "--dataset",
+                 *map(str, halves), "--out", str(ev), "--horizons", "1", "--stride", "20",
+                 "--no-plots"])  # fmt: skip
+    assert code == 0
+    report = json.loads((ev / "evaluation.json").read_text())
+    assert report["meta"]["dataset_hash"] == union
+    assert report["meta"]["dataset"] == [str(h) for h in halves]
+
+
+def test_a_missing_dataset_folder_is_named(tmp_path) -> None:
+    """A ``--dataset`` path that does not exist fails with its name and how to make one."""
+    from gym_s3.data.dataset import DrivingDataset
+    from gym_s3.errors import DataFormatError
+
+    with pytest.raises(DataFormatError, match=r"nope: no such dataset folder.*s3 data generate"):
+        DrivingDataset.load_folders([tmp_path / "nope"])
 
 
 def test_the_same_folder_twice_is_refused(tiny_dir) -> None:
