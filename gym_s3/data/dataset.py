@@ -395,11 +395,6 @@ def _resolve(
     """Files of a dataset source, its root folder and its manifest (if any)."""
     if isinstance(source, (str, Path)):
         path = Path(source)
-        if not path.exists():
-            raise DataFormatError(
-                f"{path}: no such dataset folder or episode file; check the path (make a dataset "
-                "with `s3 data generate --out DIR`, record one with `s3 collect`)"
-            )
         if path.is_dir() and (path / INCOMPLETE_NAME).exists():
             raise DataFormatError(
                 f"{path}: a partial dataset: `s3 data generate` was interrupted (or is still "

@@ -91,15 +91,6 @@ def test_train_on_several_dataset_folders_uses_all_their_episodes(tiny_dir, tmp_
     assert report["meta"]["dataset"] == [str(h) for h in halves]
 
 
-def test_a_missing_dataset_folder_is_named(tmp_path) -> None:
-    """A ``--dataset`` path that does not exist fails with its name and how to make one."""
-    from gym_s3.data.dataset import DrivingDataset
-    from gym_s3.errors import DataFormatError
-
-    with pytest.raises(DataFormatError, match=r"nope: no such dataset folder.*s3 data generate"):
-        DrivingDataset.load_folders([tmp_path / "nope"])
-
-
 def test_the_same_folder_twice_is_refused(tiny_dir) -> None:
     """``--dataset A A`` would count every episode twice: refused, naming the folders."""
     from gym_s3.data.dataset import DrivingDataset
