@@ -268,7 +268,10 @@ def register(subparsers: Any) -> None:
         "high-fidelity / distilled), gap.md and plots of both trajectories and error traces.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("policy", type=Path, help="policy checkpoint (.json sidecar or stem)")
+    from policies.checkpoint import SHIPPED_POLICIES
+
+    p.add_argument("policy", help=f"shipped policy ({', '.join(SHIPPED_POLICIES)}) or checkpoint "
+                   "path (.json sidecar or stem)")  # fmt: skip
     from policies.lap_options import add_beamng_options, add_lap_options
 
     add_lap_options(p, surfaces="asphalt,snow,ice", ice_patches="0,6")
@@ -290,10 +293,10 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from policies.checkpoint import load_policy
     from policies.lap_options import beamng_options, csv_list
+    from policies.rollouts import resolve_policy
 
-    policy = load_policy(args.policy)
+    _, policy = resolve_policy(args.policy)
     sim = beamng_options(args, active=args.beamng, how="--beamng")
     report, pairs = measure_gap(
         policy, track=args.track, surfaces=csv_list(args.surfaces, str),

@@ -332,6 +332,9 @@ def generate_dataset(
         out, entries, seed=seed, preset=preset_name, simulator=SIMULATOR, source="standin-batched",
         config=config_json(config),
         generation_s=round(time.perf_counter() - began, 3),
+        # The float results (so the content hash) depend on the SIMD kernels torch picks: the same
+        # seed gives the same hash on CPUs with the same capability (AVX2, AVX512, ...).
+        cpu_capability=torch.backends.cpu.get_cpu_capability(),
         **({"driver": driver.name, "driver_extra": driver.extra} if driver else {}),
     )  # fmt: skip
 

@@ -100,3 +100,21 @@ def test_batched_high_fidelity_side_gives_the_stand_in_rows(policy):
     assert batched_report["runs"][0]["ratio"] == pytest.approx(report["runs"][0]["ratio"])
     with pytest.raises(Exception, match="stand-in's physics"):
         measure_gap(policy, batched=True, standin=False, **laps)
+
+
+def test_cli_gap_takes_shipped_names_and_names_them_on_a_typo(capsys, monkeypatch):
+    """``s3 gap ddm`` resolves the shipped policy like ``s3 evaluate``; a typo lists the names."""
+    import policies.gap as gap
+
+    seen = {}
+
+    def fake_measure(policy, **_):
+        seen["meta"] = policy.meta
+        raise SystemExit(0)
+
+    monkeypatch.setattr(gap, "measure_gap", fake_measure)
+    with pytest.raises(SystemExit):
+        main(["gap", "ddm", "--surfaces", "ice", "--out", "unused"])
+    assert seen["meta"]["backend"] == "ddm"
+    assert main(["gap", "dddm", "--surfaces", "ice"]) != 0
+    assert "bicycle, ddm, trans, dytr, oracle" in capsys.readouterr().err

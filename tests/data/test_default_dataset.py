@@ -1,0 +1,59 @@
+"""The default dataset regenerates from its seed (slow: about 4 minutes on 2 cores).
+
+``default_dataset_reference.json`` holds what ``s3 data generate --out DIR --seed 0`` produced:
+episode, sample and label counts, and the content hash keyed by the CPU capability torch ran its
+kernels with (``torch.backends.cpu.get_cpu_capability()``). The float results, hence the hash,
+depend on those SIMD kernels (AVX2 and AVX512 round differently), so the hash is checked where the
+capability has a recorded hash; the counts are checked everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from gym_s3.data.dataset import DrivingDataset
+from gym_s3.data.generate import generate_dataset, preset
+from gym_s3.data.summary import summarize
+
+REFERENCE: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "default_dataset_reference.json").read_text()
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
+    """``(manifest, summary)`` of the default preset generated with seed 0, once."""
+    out = tmp_path_factory.mktemp("default")
+    manifest = generate_dataset(out, preset("default"), seed=0, preset_name="default")
+    return manifest, summarize(DrivingDataset.load(out))
+
+
+def test_counts_match_the_reference(regenerated: tuple[dict, dict]) -> None:
+    """Episodes and samples exactly; samples per surface and label windows within 2 %."""
+    _, summary = regenerated
+    assert summary["episodes"] == REFERENCE["episodes"]
+    assert summary["samples"] == REFERENCE["samples"]
+    for surface, samples in REFERENCE["surface_samples"].items():
+        assert summary["surface"][surface]["samples"] == pytest.approx(samples, rel=0.02), surface
+    for label, windows in REFERENCE["label_windows"].items():
+        assert summary["labels"][label] == pytest.approx(windows, rel=0.02, abs=5), label
+
+
+def test_content_hash_matches_on_a_cpu_of_the_same_capability(
+    regenerated: tuple[dict, dict],
+) -> None:
+    """The same seed gives the recorded content hash where torch uses the same SIMD kernels."""
+    manifest, _ = regenerated
+    capability = torch.backends.cpu.get_cpu_capability()
+    assert manifest["cpu_capability"] == capability
+    expected = REFERENCE["content_hash"].get(capability)
+    if expected is None:
+        pytest.skip(f"no reference hash for CPU capability {capability}; the counts are checked")
+    assert manifest["content_hash"] == expected
