@@ -28,7 +28,29 @@ from gym_s3.errors import ConfigError
 from gym_s3.safe_io import write_text_atomic
 from gym_s3.spec import CONTROL_DT_S
 
-__all__ = ["claim_folder", "file_entry", "release_folder", "write_manifest"]
+__all__ = ["claim_folder", "cpu_signature", "file_entry", "release_folder", "write_manifest"]
+
+
+def cpu_signature() -> str:
+    """``"<vendor>/<capability>"`` of this CPU, e.g. ``"AuthenticAMD/AVX512"``.
+
+    The float results of generated driving, hence a dataset's content hash, depend on the CPU:
+    on the SIMD kernels torch picks (``torch.backends.cpu.get_cpu_capability()``) and on the code
+    paths of the math libraries, which differ between vendors. The vendor is read from
+    ``/proc/cpuinfo`` (``"unknown"`` where there is none).
+    """
+    import torch
+
+    vendor = "unknown"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("vendor_id"):
+                    vendor = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{vendor}/{torch.backends.cpu.get_cpu_capability()}"
 
 
 def claim_folder(out: str | Path, writer: str) -> Path:

@@ -12,6 +12,7 @@ import torch
 
 from gym_s3.data.dataset import MANIFEST_NAME, DrivingDataset
 from gym_s3.data.generate import generate_dataset, preset
+from gym_s3.data.manifest import cpu_signature
 from gym_s3.errors import ConfigError
 from gym_s3.tracks.surfaces import SURFACE_NAMES
 from gym_s3.vehicle import SEDAN
@@ -42,6 +43,7 @@ def test_covers_every_surface_track_kind_and_patches(tiny: tuple[Path, dict]) ->
     out, manifest = tiny
     ds = DrivingDataset.load(out)
     assert len(ds.episodes) == 12 and manifest["samples"] == ds.num_samples
+    assert manifest["cpu"] == cpu_signature() and "/" in manifest["cpu"]  # the hash depends on it
     assert {e.meta.base_surface for e in ds.episodes} == set(SURFACE_NAMES)
     kinds = {e.meta.track.split(":")[0] for e in ds.episodes}
     assert kinds <= {"putnam", "procedural", "town"} and len(kinds) >= 2

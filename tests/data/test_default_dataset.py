@@ -1,10 +1,10 @@
 """The default dataset regenerates from its seed (slow: about 4 minutes on 2 cores).
 
 ``default_dataset_reference.json`` holds what ``s3 data generate --out DIR --seed 0`` produced:
-episode, sample and label counts, and the content hash keyed by the CPU capability torch ran its
-kernels with (``torch.backends.cpu.get_cpu_capability()``). The float results, hence the hash,
-depend on those SIMD kernels (AVX2 and AVX512 round differently), so the hash is checked where the
-capability has a recorded hash; the counts are checked everywhere.
+episode, sample and label counts, and the content hash keyed by the CPU it was made on
+(:func:`~gym_s3.data.manifest.cpu_signature`: vendor and torch's CPU capability). The float
+results, hence the hash, depend on the CPU's math kernels, so the hash is checked where the CPU
+has a recorded hash; the counts are checked everywhere.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from gym_s3.data.dataset import DrivingDataset
 from gym_s3.data.generate import generate_dataset, preset
+from gym_s3.data.manifest import cpu_signature
 from gym_s3.data.summary import summarize
 
 REFERENCE: dict[str, Any] = json.loads(
@@ -46,14 +46,12 @@ def test_counts_match_the_reference(regenerated: tuple[dict, dict]) -> None:
         assert summary["labels"][label] == pytest.approx(windows, rel=0.02, abs=5), label
 
 
-def test_content_hash_matches_on_a_cpu_of_the_same_capability(
-    regenerated: tuple[dict, dict],
-) -> None:
-    """The same seed gives the recorded content hash where torch uses the same SIMD kernels."""
+def test_content_hash_matches_on_the_same_kind_of_cpu(regenerated: tuple[dict, dict]) -> None:
+    """The same seed gives the recorded content hash on a CPU of the recorded signature."""
     manifest, _ = regenerated
-    capability = torch.backends.cpu.get_cpu_capability()
-    assert manifest["cpu_capability"] == capability
-    expected = REFERENCE["content_hash"].get(capability)
+    cpu = cpu_signature()
+    assert manifest["cpu"] == cpu
+    expected = REFERENCE["content_hash"].get(cpu)
     if expected is None:
-        pytest.skip(f"no reference hash for CPU capability {capability}; the counts are checked")
+        pytest.skip(f"no reference hash for this CPU ({cpu}); the counts are checked")
     assert manifest["content_hash"] == expected
