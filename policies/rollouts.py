@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gym_s3.checkpoints import checkpoint_paths
 from gym_s3.errors import ConfigError
 from gym_s3.task import TrackingTask
 from policies.checkpoint import SHIPPED_POLICIES, Policy, load_policy, shipped_policy
@@ -54,7 +55,7 @@ SIMULATORS: tuple[str, ...] = ("model", "standin", "beamng")
 def resolve_policy(name_or_path: str) -> tuple[str, Policy]:
     """``(tag name, policy)`` of a shipped policy name or a checkpoint path."""
     path = shipped_policy(name_or_path) if name_or_path in SHIPPED_POLICIES else name_or_path
-    if not Path(path).with_suffix(".json").is_file():
+    if not checkpoint_paths(path)[1].is_file():
         raise ConfigError(
             f"no policy checkpoint '{name_or_path}'; give a shipped name "
             f"({', '.join(SHIPPED_POLICIES)}) or the path of a checkpoint (.json sidecar)"

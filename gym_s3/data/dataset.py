@@ -250,6 +250,15 @@ class DrivingDataset:
         names = [self._name(e.path) for e in self.episodes]
         return content_hash(zip(names, (e.digest for e in self.episodes), strict=True))
 
+    @cached_property
+    def sessions_hash(self) -> str:
+        """SHA-256 of the sorted session ids, which alone decide the train/validation split.
+
+        Unlike :attr:`content_hash` it does not depend on the floats in the files, so a dataset
+        regenerated from the same seed on another CPU has the same sessions hash and split.
+        """
+        return hashlib.sha256("\n".join(sorted(self.sessions)).encode()).hexdigest()
+
     def _name(self, path: Path) -> str:
         """File name relative to the dataset root (for the content hash)."""
         root = self.root or (self._parent.root if self._parent else None)

@@ -32,7 +32,7 @@ from gym_s3.data.dataset import episode_digest
 from gym_s3.data.files import EPISODE_SUFFIX, write_episode
 from gym_s3.data.generate_config import PRESETS, GenerateConfig, preset
 from gym_s3.data.labelling import episode_labels
-from gym_s3.data.manifest import claim_folder, cpu_signature, write_manifest
+from gym_s3.data.manifest import claim_folder, write_manifest
 from gym_s3.data.recorder import episode_file_name
 from gym_s3.data.schema import COLUMNS, EpisodeMeta, layout_to_dict
 from gym_s3.drivers.expert import EVENTS, BatchedExpert
@@ -332,7 +332,6 @@ def generate_dataset(
         out, entries, seed=seed, preset=preset_name, simulator=SIMULATOR, source="standin-batched",
         config=config_json(config),
         generation_s=round(time.perf_counter() - began, 3),
-        cpu=cpu_signature(),  # the floats, so the content hash, depend on the CPU
         **({"driver": driver.name, "driver_extra": driver.extra} if driver else {}),
     )  # fmt: skip
 

@@ -32,12 +32,13 @@ __all__ = ["claim_folder", "cpu_signature", "file_entry", "release_folder", "wri
 
 
 def cpu_signature() -> str:
-    """``"<vendor>/<capability>"`` of this CPU, e.g. ``"AuthenticAMD/AVX512"``.
+    """``"<vendor>/<capability>/torch-<version>"``, e.g. ``"AuthenticAMD/AVX512/torch-2.13.0"``.
 
-    The float results of generated driving, hence a dataset's content hash, depend on the CPU:
-    on the SIMD kernels torch picks (``torch.backends.cpu.get_cpu_capability()``) and on the code
-    paths of the math libraries, which differ between vendors. The vendor is read from
-    ``/proc/cpuinfo`` (``"unknown"`` where there is none).
+    The float results of simulated driving, hence a dataset's content hash, depend on the CPU and
+    on torch: on the SIMD kernels torch picks (``torch.backends.cpu.get_cpu_capability()``), on
+    the code paths of the math libraries, which differ between vendors, and on torch's own
+    kernels. The vendor is read from ``/proc/cpuinfo`` (``"unknown"`` where there is none). Two
+    machines with one signature are expected, not proven, to give the same floats.
     """
     import torch
 
@@ -50,7 +51,7 @@ def cpu_signature() -> str:
                     break
     except OSError:
         pass
-    return f"{vendor}/{torch.backends.cpu.get_cpu_capability()}"
+    return f"{vendor}/{torch.backends.cpu.get_cpu_capability()}/torch-{torch.__version__}"
 
 
 def claim_folder(out: str | Path, writer: str) -> Path:
@@ -111,7 +112,8 @@ def write_manifest(
         entries: one per episode file: ``path`` (name in ``out``), ``digest``, ``rows`` and
             what else describes it (``session_id``, ``track``, ``surface``).
         **fields: further manifest fields (``seed``, ``preset``, ``config``, ``generation_s``,
-            ``driver``, ``simulator``, ...).
+            ``driver``, ``simulator``, ...); ``cpu`` defaults to :func:`cpu_signature`, since
+            the floats of simulated episodes depend on it.
 
     Returns:
         The manifest.
@@ -124,6 +126,7 @@ def write_manifest(
         "content_hash": content_hash((e["path"], e["digest"]) for e in entries),
         "samples": rows,
         "hours": rows * CONTROL_DT_S / 3600.0,
+        "cpu": cpu_signature(),
         **fields,
         "files": list(entries),
     }

@@ -21,12 +21,12 @@ from gym_s3.dynamics import load
 from gym_s3.tracks.surfaces import SURFACE_NAMES
 
 LEARNED = ("ddm", "trans", "dytr")
-#: Content hashes of ``s3 data generate --seed 0`` (default preset) on the CPUs it was made on.
-DEFAULT_HASHES: set[str] = set(
-    json.loads((Path(__file__).parents[1] / "data" / "default_dataset_reference.json").read_text())[
-        "content_hash"
-    ].values()
+#: What ``s3 data generate --seed 0`` (default preset) gave: content hashes on the CPUs it was made
+#: on, and the hash of its session ids (the same on every CPU).
+REFERENCE: dict = json.loads(
+    (Path(__file__).parents[1] / "data" / "default_dataset_reference.json").read_text()
 )
+DEFAULT_HASHES: set[str] = {*REFERENCE["content_hash"].values(), *REFERENCE["other_content_hashes"]}
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +42,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     with torch.inference_mode():
         rep = evaluate(models, windows, (1, 5, 20))
     rep["dataset_hash"] = dataset.content_hash
+    rep["sessions_hash"] = dataset.sessions_hash
     rep["trained_on"] = {n: _trained_on(m.checkpoint_meta) for n, m in models.items()}
     print({n: {g: round(r[g]["position"]["20"], 4) for g in r if g == "all" or "surface" in g}
            for n, r in rep["results"].items()})  # fmt: skip
@@ -82,14 +83,16 @@ def _trained_on(meta: dict) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_shipped_checkpoints_were_trained_on_this_dataset(report: dict) -> None:
-    """Every shipped learned checkpoint was trained on the default dataset regenerated here.
+    """Every shipped learned checkpoint was trained on the default dataset, held out the same way.
 
-    Its hash is the checkpoint's ``dataset_hash``, or one of its ``training.data_sources`` when
-    policy rollouts were added. Otherwise the "held-out" split above could overlap the sessions a
-    model was trained on (a drift of ``s3 data generate`` shows up here first). The floats, hence
-    the hash, differ between CPUs while the sessions and their split do not, so the hashes the
-    default dataset has had on other CPUs (``tests/data/default_dataset_reference.json``) count.
+    The dataset here has the recorded sessions (so the same split), and each checkpoint's data
+    (its ``dataset_hash``, or one of its ``training.data_sources`` when policy rollouts were
+    added) includes the default dataset as made here or on another CPU: the floats, hence the
+    content hash, differ between CPUs, the sessions do not. Otherwise the "held-out" split above
+    could overlap the sessions a model was trained on (a drift of ``s3 data generate`` in its
+    sessions shows up here first).
     """
+    assert report["sessions_hash"] == REFERENCE["sessions_hash"]
     for name in LEARNED:
         assert report["trained_on"][name] & {report["dataset_hash"], *DEFAULT_HASHES}, name
         # the same split: a smaller validation share would have trained on held-out sessions
