@@ -102,13 +102,15 @@ def test_batched_high_fidelity_side_gives_the_stand_in_rows(policy):
         measure_gap(policy, batched=True, standin=False, **laps)
 
 
-def test_cli_gap_takes_shipped_names_and_names_them_on_a_typo(capsys, monkeypatch):
+def test_cli_gap_takes_shipped_names_and_names_them_on_a_typo(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``s3 gap ddm`` resolves the shipped policy like ``s3 evaluate``; a typo lists the names."""
     import policies.gap as gap
 
-    seen = {}
+    seen: dict[str, dict] = {}
 
-    def fake_measure(policy, **_):
+    def fake_measure(policy: Policy, **_: object) -> None:
         seen["meta"] = policy.meta
         raise SystemExit(0)
 
