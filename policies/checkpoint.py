@@ -121,6 +121,22 @@ def shipped_policy(name: str) -> Path:
     return POLICY_ASSETS / f"{name}.json"
 
 
+def resolve_policy(name_or_path: str) -> tuple[str, Policy]:
+    """``(tag name, policy)`` of a shipped policy name or a checkpoint path (stem or either file).
+
+    Raises:
+        ConfigError: neither a shipped name nor a checkpoint with a sidecar; lists the names.
+    """
+    path = shipped_policy(name_or_path) if name_or_path in SHIPPED_POLICIES else name_or_path
+    if not checkpoints.checkpoint_paths(path)[1].is_file():
+        raise ConfigError(
+            f"no policy checkpoint '{name_or_path}'; give a shipped name "
+            f"({', '.join(SHIPPED_POLICIES)}) or the path of a checkpoint (.json sidecar)"
+        )
+    name = name_or_path if name_or_path in SHIPPED_POLICIES else Path(path).stem
+    return name, load_policy(path)
+
+
 def _check_shape_fields(meta: dict, path: Path) -> None:
     """Refuse an implausible ``obs_size`` or ``hidden`` list before anything is built."""
     where, fix = f"policy {path}", "the sidecar was edited or damaged; restore it or re-train it"

@@ -167,9 +167,9 @@ def _check(args: argparse.Namespace, labels: list[str]) -> None:
 def _run(args: argparse.Namespace) -> int:
     """``s3 evaluate``."""
     from gym_s3.scenarios import LABELS, label_mask
+    from policies.checkpoint import resolve_policy
     from policies.evaluate import compare_with_expert
     from policies.report import write_evaluation
-    from policies.rollouts import resolve_policy
 
     labels = list(LABELS) if args.labels.strip() == "all" else csv_list(args.labels, str)
     label_mask(labels)  # unknown labels fail before any lap is driven

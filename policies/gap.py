@@ -293,8 +293,8 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from policies.checkpoint import resolve_policy
     from policies.lap_options import beamng_options, csv_list
-    from policies.rollouts import resolve_policy
 
     _, policy = resolve_policy(args.policy)
     sim = beamng_options(args, active=args.beamng, how="--beamng")

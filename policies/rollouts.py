@@ -32,10 +32,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gym_s3.checkpoints import checkpoint_paths
 from gym_s3.errors import ConfigError
 from gym_s3.task import TrackingTask
-from policies.checkpoint import SHIPPED_POLICIES, Policy, load_policy, shipped_policy
+from policies.checkpoint import SHIPPED_POLICIES, Policy, resolve_policy
 from policies.lap_options import add_beamng_options, beamng_options
 from policies.noise import NoisyPolicyDriver
 
@@ -50,18 +49,6 @@ __all__ = [
 
 #: Where rollouts can run: the batched vehicle model, the stand-in server, BeamNG.tech.
 SIMULATORS: tuple[str, ...] = ("model", "standin", "beamng")
-
-
-def resolve_policy(name_or_path: str) -> tuple[str, Policy]:
-    """``(tag name, policy)`` of a shipped policy name or a checkpoint path."""
-    path = shipped_policy(name_or_path) if name_or_path in SHIPPED_POLICIES else name_or_path
-    if not checkpoint_paths(path)[1].is_file():
-        raise ConfigError(
-            f"no policy checkpoint '{name_or_path}'; give a shipped name "
-            f"({', '.join(SHIPPED_POLICIES)}) or the path of a checkpoint (.json sidecar)"
-        )
-    name = name_or_path if name_or_path in SHIPPED_POLICIES else Path(path).stem
-    return name, load_policy(path)
 
 
 def policy_wave_driver(name: str, policy: Policy, sigma: float, noise_seeds: Sequence[int]) -> Any:
