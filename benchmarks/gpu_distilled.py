@@ -3,12 +3,14 @@
 Prepared for a machine with an NVIDIA GPU (e.g. one H200). In priority order, within
 ``--budget-s`` (rows that would not finish are skipped and say so):
 
-1. **env-only** (core step + same-step autoreset, random actions; ``bench_distilled.bench_one``)
-   for every backend at N = 4096 eager and compiled, then compiled at N = 16,384 and 65,536,
-   with the bare backend forward and the overhead ratio env step / forward;
+1. **env-only, eager** (core step + same-step autoreset, random actions;
+   ``bench_distilled.bench_one``) for every backend at N = 4096 and 65,536, with the bare backend
+   forward and the overhead ratio env step / forward;
 2. **training** (``s3 train``'s loop: TorchRL collector + GAE + PPO epochs, ``policies.ppo.train``)
-   for every backend at N = 16,384 and 65,536 (``--train-iterations`` iterations each), with
-   collection and training frames/s and training / env-only at the same N.
+   for every backend at N = 65,536 (``--train-iterations`` iterations each), with collection and
+   training frames/s and training / env-only at the same N;
+3. **env-only, compiled** (``torch.compile``; each row pays its own compilation, printed) at
+   N = 65,536, then 4096.
 
 The action check runs in its sync-free mode (``nonfinite_action="zero"``); timings are
 synchronised medians. ``--device cpu --smoke`` runs a tiny version of the same plan on a CPU to
@@ -34,14 +36,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_distilled import BACKENDS, bench_one, print_header, print_row  # noqa: E402
 
-#: env-only rows (backend, N, compiled) in priority order.
-ENV_PLAN: tuple[tuple[str, int, bool], ...] = (
-    *((b, 4096, c) for c in (False, True) for b in BACKENDS),
-    *((b, n, True) for n in (16384, 65536) for b in BACKENDS),
+#: eager env-only rows (backend, N, compiled), first phase.
+EAGER_PLAN: tuple[tuple[str, int, bool], ...] = tuple(
+    (b, n, False) for n in (4096, 65536) for b in BACKENDS
 )
-#: training rows (backend, N) in priority order.
-TRAIN_PLAN: tuple[tuple[str, int], ...] = tuple((b, n) for n in (16384, 65536) for b in BACKENDS)
-SMOKE_ENV_PLAN = tuple((b, 256, False) for b in BACKENDS)
+#: training rows (backend, N), second phase.
+TRAIN_PLAN: tuple[tuple[str, int], ...] = tuple((b, 65536) for b in BACKENDS)
+#: compiled env-only rows, last phase (each compiles afresh).
+COMPILED_PLAN: tuple[tuple[str, int, bool], ...] = tuple(
+    (b, n, True) for n in (65536, 4096) for b in BACKENDS
+)
+SMOKE_EAGER_PLAN = tuple((b, 256, False) for b in BACKENDS)
+SMOKE_COMPILED_PLAN = (("bicycle", 256, True),)
 SMOKE_TRAIN_PLAN = (("bicycle", 256),)
 
 
@@ -78,34 +84,41 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit("gpu_distilled.py needs a CUDA device (or --device cpu --smoke)")
         torch.backends.cuda.matmul.allow_tf32 = False  # keep the learned models in full fp32
         print(f"GPU: {torch.cuda.get_device_name(dev)}, CUDA {torch.version.cuda}")
-    env_plan, train_plan = ENV_PLAN, TRAIN_PLAN
+    eager_plan, train_plan, compiled_plan = EAGER_PLAN, TRAIN_PLAN, COMPILED_PLAN
     if args.smoke:
-        env_plan, train_plan = SMOKE_ENV_PLAN, SMOKE_TRAIN_PLAN
+        eager_plan, train_plan = SMOKE_EAGER_PLAN, SMOKE_TRAIN_PLAN
+        compiled_plan = SMOKE_COMPILED_PLAN
     repeats = 3 if args.smoke else args.repeats
-    print_header(args.device, args.tracks)
     deadline = time.monotonic() + args.budget_s
     env_rate: dict[tuple[str, int], float] = {}
-    for backend, n, compiled in env_plan:
-        if deadline - time.monotonic() < (90.0 if compiled else 20.0):
-            print(f"{backend:8} {n:6d} {'compile' if compiled else 'eager':8} skipped (budget)")
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            r = bench_one(
-                backend, n, compiled=compiled, device=args.device, repeats=repeats, warmup=3,
-                tracks=tuple(args.tracks), forward=True, nonfinite_action="zero",
-            )  # fmt: skip
-        print_row(r)
-        env_rate[backend, n] = max(env_rate.get((backend, n), 0.0), r.steps_per_s)
-        if dev.type == "cuda":
-            print(f"  peak GPU memory {torch.cuda.max_memory_allocated() / 2**20:,.0f} MiB",
-                  flush=True)  # fmt: skip
-            torch.cuda.reset_peak_memory_stats()
-    print()
+
+    def env_rows(plan: tuple[tuple[str, int, bool], ...]) -> None:
+        print_header(args.device, args.tracks)
+        for backend, n, compiled in plan:
+            if deadline - time.monotonic() < (90.0 if compiled else 20.0):
+                print(f"{backend:8} {n:6d} {'compile' if compiled else 'eager':8} skipped (budget)")
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = bench_one(
+                    backend, n, compiled=compiled, device=args.device, repeats=repeats,
+                    warmup=3, tracks=tuple(args.tracks), forward=True, nonfinite_action="zero",
+                )  # fmt: skip
+            print_row(r)
+            if not compiled:
+                env_rate[backend, n] = r.steps_per_s
+            if dev.type == "cuda":
+                print(f"  peak GPU memory {torch.cuda.max_memory_allocated() / 2**20:,.0f} MiB",
+                      flush=True)  # fmt: skip
+                torch.cuda.reset_peak_memory_stats()
+        print()
+
+    print("1. env-only, eager")
+    env_rows(eager_plan)
     head = (f"{'backend':8} {'N':>6} {'collect/s':>11} {'train/s':>11} {'env-only/s':>11} "
             f"{'train/env':>9}")  # fmt: skip
     iterations = 1 if args.smoke else args.train_iterations
-    print(f"training ({iterations} PPO iteration(s) per row, eager env)")
+    print(f"2. training ({iterations} PPO iteration(s) per row, eager env; env-only: eager row)")
     print(head)
     print("-" * len(head))
     for backend, n in train_plan:
@@ -116,6 +129,9 @@ def main(argv: list[str] | None = None) -> None:
         env = env_rate.get((backend, n), float("nan"))
         print(f"{backend:8} {n:6d} {row['collect']:11,.0f} {row['train']:11,.0f} {env:11,.0f} "
               f"{row['train'] / env:9.2f}", flush=True)  # fmt: skip
+    print()
+    print("3. env-only, compiled")
+    env_rows(compiled_plan)
 
 
 if __name__ == "__main__":
