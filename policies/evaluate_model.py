@@ -56,16 +56,26 @@ class Lap:
         track: track name (``putnam``, ``procedural:<seed>``, ...).
         surface: lap surface (a surface name or a transition such as ``asphalt>ice``).
         ice_patches: ice patches placed by the layout seed.
+        seed: patch placement seed of this lap (``None``: the seed of the batch); laps that
+            differ only in it can share one batch.
     """
 
     track: str
     surface: str
     ice_patches: int
+    seed: int | None = None
 
     @property
     def condition(self) -> dict[str, Any]:
-        """The ``RunResult.condition`` of the lap (as ``evaluate_beamng`` writes it)."""
-        return {"track": self.track, "surface": self.surface, "ice_patches": self.ice_patches}
+        """The ``RunResult.condition`` of the lap (``seed`` only when the lap names its own)."""
+        cond: dict[str, Any] = {
+            "track": self.track,
+            "surface": self.surface,
+            "ice_patches": self.ice_patches,
+        }
+        if self.seed is not None:
+            cond["seed"] = self.seed
+        return cond
 
 
 def lap_grid(tracks: Sequence[str], surfaces: Sequence[str], ice_patches: Sequence[int]
@@ -124,7 +134,8 @@ def evaluate_model(
     Args:
         policies: ``(name, policy)`` pairs; the name is the table's driver column.
         laps: the laps (see :func:`lap_grid`).
-        seed: seed of the patch placement (and of the expert, which draws nothing).
+        seed: seed of the patch placement of laps without their own (and of the expert, which
+            draws nothing).
         max_steps: cap on the steps of each lap (stopped laps end as ``running``).
         time_limit_s: lap time limit [s] (default: twice the reference lap of each layout).
         expert: also drive every lap with the scripted expert.
@@ -169,7 +180,7 @@ def run_lap_batch(
         laps: the L laps.
         drivers: ``(name, policy)``; a ``None`` policy is the scripted expert.
         obs_mode: observation mode of every policy here.
-        seed: patch placement seed.
+        seed: patch placement seed of laps without their own.
         max_steps: cap on the steps.
         time_limit_s: lap time limit [s] (default: the lap task's derived limit).
         fast: float32 compiled physics (else float64 eager).
@@ -186,7 +197,8 @@ def run_lap_batch(
     t0 = time.perf_counter()
     tracks = list(dict.fromkeys(lap.track for lap in laps))
     paths = [cached_track(t) for t in tracks]
-    layouts = [[lap_layout(paths[k], lap.surface, lap.ice_patches, seed)
+    layouts = [[lap_layout(paths[k], lap.surface, lap.ice_patches,
+                           seed if lap.seed is None else lap.seed)
                 for lap in laps if lap.track == t] for k, t in enumerate(tracks)]  # fmt: skip
     # S3BeamNG-v0's pool per lap: the same speed profile settings, one start at s = 0
     pool = ScenarioPool.build(paths, layouts, PoolConfig(), starts=[[0.0]] * len(paths))

@@ -243,8 +243,10 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
         device=local.device,
         auto_register_policy_transforms=False,
     )
+    # deactivate_vmap: the value of the steps and of their next observations in two plain calls
+    # (identical values; vmap over the critic made GAE ~3x slower on the CPU, bench_ppo.py)
     advantage = GAE(gamma=config.gamma, lmbda=config.gae_lambda, value_network=critic,
-                    average_gae=False)  # fmt: skip
+                    average_gae=False, deactivate_vmap=True)  # fmt: skip
     loss_fn = build_loss(config, actor_net, critic_net, actor, critic, ctx)
     optim = torch.optim.Adam(loss_fn.parameters(), lr=config.lr, eps=1e-5)
     logger = make_logger(config, out) if main else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -226,17 +227,19 @@ def _evaluate_batched(config: PipelineConfig, train: StageOutcome) -> dict[str, 
     from policies.expert_driver import EXPERT
 
     policies = [(n, load_policy(train.result["policies"][n])) for n in config.eval_policies]
+    # every seed's laps in one batch (one compilation of the physics, one pass of the steps);
+    # laps with ice patches carry their seed in their condition, as _mark_seed writes it
+    laps = [replace(lap, seed=seed) if lap.ice_patches else lap
+            for seed, patches in _seeded_patches(config)
+            for lap in lap_grid(["putnam"], config.eval_surfaces, patches)]  # fmt: skip
+    runs = evaluate_model(policies, laps, max_steps=config.eval_max_steps,
+                          fast=config.fast_standin, progress=False)  # fmt: skip
     out: dict[str, list] = {name: [] for name in config.eval_policies}
-    for seed, patches in _seeded_patches(config):
-        laps = lap_grid(["putnam"], config.eval_surfaces, patches)
-        runs = evaluate_model(policies, laps, seed=seed, max_steps=config.eval_max_steps,
-                              fast=config.fast_standin, progress=False)  # fmt: skip
-        _mark_seed(runs, seed)
-        for name in out:
-            mine = [r for r in runs if r.driver in (EXPERT, name)]
-            for r in mine:  # a policy's table names its rows "policy", as the stand-in path does
-                r.driver = EXPERT if r.driver == EXPERT else "policy"
-            out[name] += mine
+    for name in out:
+        mine = [r for r in runs if r.driver in (EXPERT, name)]
+        for r in mine:  # a policy's table names its rows "policy", as the stand-in path does
+            r.driver = EXPERT if r.driver == EXPERT else "policy"
+        out[name] += mine
     return out
 
 

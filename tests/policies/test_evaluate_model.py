@@ -104,6 +104,22 @@ def test_a_car_drives_the_same_lap_whatever_else_is_in_its_batch(both, ddm):
     assert {r.condition["track"] for r in again} == {"putnam", "procedural:201"}
 
 
+def test_laps_with_their_own_patch_seeds_share_a_batch(both, ddm):
+    """Laps that differ only in their patch seed drive in one batch as in one batch per seed."""
+    _, model = both  # seed 0
+    other = evaluate_model([("policy", ddm)], lap_grid(["putnam"], SURFACES, PATCHES), seed=3,
+                           max_steps=STEPS, fast=False, progress=False)  # fmt: skip
+    laps = [replace(lap, seed=seed) for seed in (0, 3)
+            for lap in lap_grid(["putnam"], SURFACES, PATCHES)]  # fmt: skip
+    joint = evaluate_model([("policy", ddm)], laps, max_steps=STEPS, fast=False, progress=False)
+    assert [r.condition["seed"] for r in joint] == [0] * len(model) + [3] * len(other)
+    for alone, together in zip([*model, *other], joint, strict=True):
+        assert {**alone.condition, "seed": together.condition["seed"]} == together.condition
+        assert not mismatch(alone, together, 1e-6, 1e-7), together.describe()
+        assert together.layout == alone.layout
+    assert model[0].layout != other[0].layout  # the seed moves the patches
+
+
 def test_oracle_policies_drive_in_their_own_batch_and_names_must_differ(ddm):
     """Drivers share a batch by observation mode; the expert rides with the default mode."""
     from gym_s3.errors import ConfigError

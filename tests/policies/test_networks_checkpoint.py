@@ -11,7 +11,7 @@ import torch
 from gym_s3.errors import ActionError, CheckpointError
 from gym_s3.spec import observation_size
 from policies.checkpoint import load_policy, save_policy
-from policies.networks import ActorNet, RunningNorm
+from policies.networks import ActorNet, FastTanh, RunningNorm
 
 
 def test_running_norm_matches_batch_statistics():
@@ -36,6 +36,20 @@ def test_running_norm_ignores_non_finite_rows_and_clips():
     norm.update(torch.tensor([[1.0, 1.0], [float("nan"), 0.0], [3.0, 3.0]]))
     assert norm.count.item() == 2 and torch.isfinite(norm.mean).all()
     assert norm(torch.tensor([[1e9, -1e9]])).tolist() == [[3.0, -3.0]]
+
+
+def test_fast_tanh_matches_tanh_in_value_and_gradient():
+    """FastTanh is tanh to float32 rounding, saturates to +-1, and back-propagates tanh's slope."""
+    x = torch.cat([torch.linspace(-30.0, 30.0, 20001), torch.tensor([0.0, 1e-30, -1e-8])])
+    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+    y_fast, y_ref = FastTanh()(x1), torch.tanh(x2)
+    assert (y_fast - y_ref).abs().max() < 3e-7
+    assert y_fast[0] == -1.0 and y_fast[20000] == 1.0
+    w = torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
+    (y_fast * w).sum().backward()
+    (y_ref * w).sum().backward()
+    assert (x1.grad - x2.grad).abs().max() < 1e-6
+    assert x1.grad[10000] == pytest.approx(w[10000].item())  # slope 1 at 0
 
 
 def test_actor_deterministic_action_in_box():
