@@ -22,31 +22,20 @@ cost in units of the model it wraps.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_frenet import median_ms  # noqa: E402
 
 from gym_s3.envs.config import DistilledConfig  # noqa: E402
 from gym_s3.envs.core import DistilledCore  # noqa: E402
-
-
-def median_ms(fn: Callable[[], object], repeats: int, warmup: int = 3) -> float:
-    """Median wall time of ``fn()`` [ms] after ``warmup`` calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
 
 
 def parts(core: DistilledCore, action: torch.Tensor) -> dict[str, Callable[[], object]]:
