@@ -154,7 +154,7 @@ PRESETS: dict[str, PipelineConfig] = {
         # 0.8 M frames, closed-loop speed error 5.6 m/s after 0.85 M frames vs 6.4 after 1.6 M
         ppo_preset_overrides={
             "time_budget_s": 300.0,
-            "total_frames": 24_000_000,  # the learning-rate schedule of the 5-minute run as measured
+            "total_frames": 24_000_000,  # the learning-rate schedule the 5-min run was tuned on
             "num_envs": 1024,
             "minibatch_size": 8192,
             "epochs": 4,
