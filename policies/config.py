@@ -219,7 +219,8 @@ PRESETS: dict[str, PPOConfig] = {
     # 48 M frames: against 24 M, two seeds each tracked tighter on every surface and passed
     # 36 and 39 of the 56 held-out acceptance laps instead of 19-24 (README, recipe table)
     "ddm": replace(_BASE, backend="ddm", total_frames=48_000_000),
-    "trans": replace(_BASE, backend="trans"),
+    # 48 M frames as for ddm: 54/56 held-out laps and 33 strict passes instead of 52 and 14
+    "trans": replace(_BASE, backend="trans", total_frames=48_000_000),
     "dytr": replace(_BASE, backend="dytr"),
     "oracle": replace(_BASE, backend="dytr", obs_mode="oracle"),
     # a few seconds on a laptop: smoke tests and CI
