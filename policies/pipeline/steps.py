@@ -232,8 +232,9 @@ def _evaluate_batched(config: PipelineConfig, train: StageOutcome) -> dict[str, 
     laps = [replace(lap, seed=seed) if lap.ice_patches else lap
             for seed, patches in _seeded_patches(config)
             for lap in lap_grid(["putnam"], config.eval_surfaces, patches)]  # fmt: skip
-    runs = evaluate_model(policies, laps, max_steps=config.eval_max_steps,
-                          fast=config.fast_standin, progress=False)  # fmt: skip
+    runs = evaluate_model(policies, laps, seed=config.eval_seeds[0],
+                          max_steps=config.eval_max_steps, fast=config.fast_standin,
+                          progress=False)  # fmt: skip
     out: dict[str, list] = {name: [] for name in config.eval_policies}
     for name in out:
         mine = [r for r in runs if r.driver in (EXPERT, name)]
