@@ -22,7 +22,9 @@ cost in units of the model it wraps.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -98,20 +100,26 @@ def main(argv: list[str] | None = None) -> None:
     actions = [torch.rand(args.n, 2, generator=gen) * 2 - 1 for _ in range(16)]
     core.reset(seed=0)
     k = [0]
+    split: list[tuple[float, float]] = []  # (core step, autoreset) of each env step [s]
 
     def env_step() -> torch.Tensor:
+        start = time.perf_counter()
         out = core.step(actions[k[0] % len(actions)])
+        mid = time.perf_counter()
         core.autoreset(out.done)
+        split.append((mid - start, time.perf_counter() - mid))
         k[0] += 1
         return out.done
 
     for _ in range(50):  # spread the cars over their episodes
         env_step()
-    done = [env_step() for _ in range(args.repeats)]
-    finished = float(torch.stack(done).sum()) / len(done)
+    split.clear()
     with torch.no_grad():
-        env_ms = median_ms(env_step, args.repeats)
-        core_ms = median_ms(lambda: core.step(actions[0]), args.repeats)
+        done = [env_step() for _ in range(args.repeats)]
+        finished = float(torch.stack(done).sum()) / len(done)
+        core_ms = 1e3 * statistics.median(a for a, _ in split)
+        reset_ms = 1e3 * statistics.median(b for _, b in split)
+        env_ms = 1e3 * statistics.median(a + b for a, b in split)
         timed = parts(core, actions[0])
         rows = []
         for name, fn in timed.items():
@@ -123,8 +131,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), backend "
           f"{args.backend}, N = {args.n}, tracks {args.tracks}; {finished:.1f} cars reset per "
           "env step (random actions)")  # fmt: skip
-    print(f"env step {env_ms:.2f} ms = core step {core_ms:.2f} ms + autoreset "
-          f"{env_ms - core_ms:.2f} ms")  # fmt: skip
+    print(f"env step {env_ms:.2f} ms: core step {core_ms:.2f} ms, autoreset {reset_ms:.2f} ms "
+          "(medians of the same steps)")  # fmt: skip
     print(f"{'part':14} {'eager ms':>9} {'compiled ms':>12}")
     for name, eager, compiled in rows:
         print(f"{name:14} {eager:9.3f} {compiled:12.3f}")
