@@ -48,11 +48,6 @@ def parts(core: DistilledCore, action: torch.Tensor) -> dict[str, Callable[[], o
     frenet = bank.project(task.pid, ego.xy, task.hint, window=window)
     v_ref = pool.target_speed(task.variant, frenet.s)
 
-    def lookahead():
-        look_s = frenet.s[:, None] + task.lookahead[None, :]
-        loc = bank.locate(task.pid, look_s)
-        return bank.position(task.pid, loc), pool.target_speed(task.variant, look_s, loc=loc)
-
     def task_step():  # a copy of the task state, so that timing it changes nothing
         saved = {k: getattr(task, k) for k in ("hint", "s", "steps", "standing", "prev_action")}
         stats = task.stats
@@ -69,7 +64,7 @@ def parts(core: DistilledCore, action: torch.Tensor) -> dict[str, Callable[[], o
         "friction": lambda: task.wheel_friction(ego),
         "projection": lambda: bank.project(task.pid, ego.xy, task.hint, window=window),
         "target speed": lambda: pool.target_speed(task.variant, frenet.s),
-        "lookahead": lookahead,
+        "lookahead": lambda: task.lookahead_points(task.pid, task.variant, frenet.s),
         "observation": lambda: task._observe(ego, frenet, v_ref, None),
         "task step": task_step,
     }

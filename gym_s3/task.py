@@ -295,10 +295,7 @@ class TrackingTask:
         pid, variant, prev = self.pid, self.variant, self.prev_action
         if rows is not None:
             pid, variant, prev = pid[rows], variant[rows], prev[rows]
-        look_s = frenet.s[:, None] + self.lookahead[None, :]
-        loc = self.pool.bank.locate(pid, look_s)  # one segment search for positions and speeds
-        look_x, look_y = self.pool.bank.position(pid, loc)
-        look_v = self.pool.target_speed(variant, look_s, loc=loc)
+        look_x, look_y, look_v = self.lookahead_points(pid, variant, frenet.s)
         return build_observation(
             ego,
             cross_track=frenet.d,
@@ -311,6 +308,19 @@ class TrackingTask:
             wheel_mu=wheel_mu,
             mode=self.config.obs_mode,
         )
+
+    def lookahead_points(
+        self, pid: Tensor, variant: Tensor, s: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """World x, y [m] and target speed [m/s] ``(R, K)`` of the lookahead points.
+
+        They lie :data:`~gym_s3.spec.LOOKAHEAD_M` ahead of arc lengths ``s`` ``(R,)`` on paths
+        ``pid`` of variants ``variant``; one segment search serves positions and speeds.
+        """
+        look_s = s[:, None] + self.lookahead[None, :]
+        loc = self.pool.bank.locate(pid, look_s)
+        look_x, look_y = self.pool.bank.position(pid, loc)
+        return look_x, look_y, self.pool.target_speed(variant, look_s, loc=loc)
 
     def observe(
         self, ego: EgoState, wheel_mu: Tensor | None = None, *, rows: Tensor | None = None

@@ -235,12 +235,11 @@ def _evaluate_batched(config: PipelineConfig, train: StageOutcome) -> dict[str, 
     runs = evaluate_model(policies, laps, seed=config.eval_seeds[0],
                           max_steps=config.eval_max_steps, fast=config.fast_standin,
                           progress=False)  # fmt: skip
-    out: dict[str, list] = {name: [] for name in config.eval_policies}
-    for name in out:
-        mine = [r for r in runs if r.driver in (EXPERT, name)]
-        for r in mine:  # a policy's table names its rows "policy", as the stand-in path does
+    out: dict[str, list] = {}
+    for name in config.eval_policies:
+        out[name] = [r for r in runs if r.driver in (EXPERT, name)]
+        for r in out[name]:  # a policy's table names its rows "policy", as the stand-in path does
             r.driver = EXPERT if r.driver == EXPERT else "policy"
-        out[name] += mine
     return out
 
 
