@@ -213,7 +213,7 @@ def print_gap(report: dict[str, Any]) -> None:
 def plot_gap(distilled: RunResult, highfi: RunResult, simulator: str, out: Path) -> Path:
     """Both trajectories on the track, and both error and speed traces along the lap."""
     from gym_s3.tracks.plot import new_axes, plot_track
-    from policies.report import run_tag
+    from policies.report import lap_traces, run_tag
 
     ax = new_axes((14.0, 7.0))
     fig = ax.figure
@@ -226,9 +226,11 @@ def plot_gap(distilled: RunResult, highfi: RunResult, simulator: str, out: Path)
     top, bottom = right.subplots(2, 1, sharex=True)
     for run, style in ((distilled, "-"), (highfi, "--")):
         label = f"{run.env} ({run.terminated_by})"
-        top.plot(run.s, run.cte, style, linewidth=1.0, label=label)
-        bottom.plot(run.s, run.speed, style, linewidth=1.0, label=run.env)
-    bottom.plot(highfi.s, highfi.target, ":", color="k", linewidth=0.8, label="target")
+        lap = lap_traces(run)
+        top.plot(lap["s"], lap["cte"], style, linewidth=1.0, label=label)
+        bottom.plot(lap["s"], lap["speed"], style, linewidth=1.0, label=run.env)
+    lap = lap_traces(highfi)
+    bottom.plot(lap["s"], lap["target"], ":", color="k", linewidth=0.8, label="target")
     top.axhline(0.0, color="k", linewidth=0.5)
     top.set_ylabel("cross-track error [m]")
     top.set_title(f"{distilled.describe()}: distilled vs high-fidelity, {simulator}",

@@ -33,6 +33,23 @@ def run_tag(result: RunResult) -> str:
     return "_".join(parts)
 
 
+def lap_traces(result: RunResult) -> dict[str, np.ndarray]:
+    """A run's traces along the lap for line plots, broken where the arc length wraps.
+
+    A completed lap ends past the start line, where ``s`` drops from the lap length back to
+    about 0; a line drawn through that drop would cross the whole plot. A NaN row is inserted
+    before every backwards jump of more than a metre, so the line breaks there.
+
+    Returns:
+        ``s``, ``cte``, ``speed``, ``target``: ``(T + J,)`` arrays for ``J`` wraps [m, m, m/s, m/s].
+    """
+    traces = {
+        k: np.asarray(getattr(result, k), dtype=float) for k in ("s", "cte", "speed", "target")
+    }
+    wraps = np.flatnonzero(np.diff(traces["s"]) < -1.0) + 1
+    return {k: np.insert(v, wraps, np.nan) for k, v in traces.items()}
+
+
 def _ratio(result: RunResult, key: str) -> str:
     """A policy's ratio to the expert as text (``-`` when there is none)."""
     value = result.vs_expert.get(key)
@@ -106,12 +123,13 @@ def plot_run(result: RunResult, path, layout, out: Path) -> list[Path]:
     fig = fig_ax.figure
     fig.clear()
     top, bottom = fig.subplots(2, 1, sharex=True)
-    top.plot(result.s, result.cte, linewidth=1.0)
+    lap = lap_traces(result)
+    top.plot(lap["s"], lap["cte"], linewidth=1.0)
     top.axhline(0.0, color="k", linewidth=0.5)
     top.set_ylabel("cross-track error [m]")
     top.set_title(f"{result.env}: {tag} ({result.terminated_by})", fontsize=10)
-    bottom.plot(result.s, result.speed, linewidth=1.0, label="speed")
-    bottom.plot(result.s, result.target, linewidth=1.0, linestyle="--", label="target")
+    bottom.plot(lap["s"], lap["speed"], linewidth=1.0, label="speed")
+    bottom.plot(lap["s"], lap["target"], linewidth=1.0, linestyle="--", label="target")
     bottom.set_xlabel("arc length along the reference [m]")
     bottom.set_ylabel("speed [m/s]")
     bottom.legend(fontsize=8)

@@ -87,3 +87,17 @@ def test_scorecard_policy_quality_leaves_out_the_expert_and_counts_stalls_as_fai
     quality = policy_quality([r.to_json() for r in rows])
     assert quality["runs"] == 1 and quality["failed"] == 1 and quality["completed"] == 0
     assert quality["cte_mean"] == pytest.approx(0.4)
+
+
+def test_lap_plots_break_the_line_where_the_arc_length_wraps():
+    """A completed lap ends past the start line (s back to ~0): no line across the plot there."""
+    from policies.report import lap_traces
+
+    s = np.array([0.0, 10.0, 3290.0, 3300.0, 0.4, 1.2])
+    run = RunResult("x", {}, {}, "completed", np.zeros((6, 2)), s * 0.01, s, s + 1.0, s + 2.0)
+    lap = lap_traces(run)
+    assert np.flatnonzero(np.isnan(lap["s"])).tolist() == [4]
+    for key in ("cte", "speed", "target"):
+        assert np.isnan(lap[key][4]) and np.allclose(np.delete(lap[key], 4), getattr(run, key))
+    no_wrap = lap_traces(RunResult("x", {}, {}, "off_track", np.zeros((3, 2)), *[np.ones(3)] * 4))
+    assert not np.isnan(no_wrap["s"]).any()
