@@ -33,20 +33,25 @@ def run_tag(result: RunResult) -> str:
     return "_".join(parts)
 
 
+#: A jump of the arc length between two samples longer than this is a wrap past the start line [m]
+#: (a car covers less than 5 m per 50 ms control step).
+WRAP_JUMP_M = 50.0
+
+
 def lap_traces(result: RunResult) -> dict[str, np.ndarray]:
     """A run's traces along the lap for line plots, broken where the arc length wraps.
 
     A completed lap ends past the start line, where ``s`` drops from the lap length back to
-    about 0; a line drawn through that drop would cross the whole plot. A NaN row is inserted
-    before every backwards jump of more than a metre, so the line breaks there.
+    about 0 (and a car that rolls back over the start line jumps the other way); a line drawn
+    through such a jump would cross the whole plot. A NaN row is inserted before every jump of
+    ``s`` longer than :data:`WRAP_JUMP_M`, so the line breaks there.
 
     Returns:
         ``s``, ``cte``, ``speed``, ``target``: ``(T + J,)`` arrays for ``J`` wraps [m, m, m/s, m/s].
     """
-    traces = {
-        k: np.asarray(getattr(result, k), dtype=float) for k in ("s", "cte", "speed", "target")
-    }
-    wraps = np.flatnonzero(np.diff(traces["s"]) < -1.0) + 1
+    names = ("s", "cte", "speed", "target")
+    traces = {k: np.asarray(getattr(result, k), dtype=float) for k in names}
+    wraps = np.flatnonzero(np.abs(np.diff(traces["s"])) > WRAP_JUMP_M) + 1
     return {k: np.insert(v, wraps, np.nan) for k, v in traces.items()}
 
 

@@ -93,11 +93,17 @@ def test_lap_plots_break_the_line_where_the_arc_length_wraps():
     """A completed lap ends past the start line (s back to ~0): no line across the plot there."""
     from policies.report import lap_traces
 
-    s = np.array([0.0, 10.0, 3290.0, 3300.0, 0.4, 1.2])
+    # over the start line, rolled back over it (a forward jump of the wrapped s), over it again
+    s = np.array([3290.0, 3300.0, 0.4, 1.0, 3299.5, 0.2])
     run = RunResult("x", {}, {}, "completed", np.zeros((6, 2)), s * 0.01, s, s + 1.0, s + 2.0)
     lap = lap_traces(run)
-    assert np.flatnonzero(np.isnan(lap["s"])).tolist() == [4]
+    assert np.flatnonzero(np.isnan(lap["s"])).tolist() == [2, 5, 7]
     for key in ("cte", "speed", "target"):
-        assert np.isnan(lap[key][4]) and np.allclose(np.delete(lap[key], 4), getattr(run, key))
-    no_wrap = lap_traces(RunResult("x", {}, {}, "off_track", np.zeros((3, 2)), *[np.ones(3)] * 4))
-    assert not np.isnan(no_wrap["s"]).any()
+        kept = lap[key][~np.isnan(lap["s"])]
+        assert np.isnan(lap[key][[2, 5, 7]]).all() and np.allclose(kept, getattr(run, key))
+    # small backward steps (projection noise, a car sliding back) are not wraps
+    noisy = np.array([100.0, 100.4, 99.9, 101.0])
+    kept = lap_traces(RunResult("x", {}, {}, "off_track", np.zeros((4, 2)), *[noisy] * 4))
+    assert not np.isnan(kept["s"]).any()
+    empty = lap_traces(RunResult("x", {}, {}, "off_track", np.zeros((0, 2)), *[np.zeros(0)] * 4))
+    assert all(v.shape == (0,) for v in empty.values())
