@@ -224,13 +224,13 @@ def plot_gap(distilled: RunResult, highfi: RunResult, simulator: str, out: Path)
                trajectories={distilled.env: distilled.trajectory,
                              f"{highfi.env}": highfi.trajectory})  # fmt: skip
     top, bottom = right.subplots(2, 1, sharex=True)
-    for run, style in ((distilled, "-"), (highfi, "--")):
-        label = f"{run.env} ({run.terminated_by})"
-        lap = lap_traces(run)
-        top.plot(lap["s"], lap["cte"], style, linewidth=1.0, label=label)
+    high = lap_traces(highfi)
+    for run, style, lap in ((distilled, "-", lap_traces(distilled)), (highfi, "--", high)):
+        top.plot(
+            lap["s"], lap["cte"], style, linewidth=1.0, label=f"{run.env} ({run.terminated_by})"
+        )
         bottom.plot(lap["s"], lap["speed"], style, linewidth=1.0, label=run.env)
-    lap = lap_traces(highfi)
-    bottom.plot(lap["s"], lap["target"], ":", color="k", linewidth=0.8, label="target")
+    bottom.plot(high["s"], high["target"], ":", color="k", linewidth=0.8, label="target")
     top.axhline(0.0, color="k", linewidth=0.5)
     top.set_ylabel("cross-track error [m]")
     top.set_title(f"{distilled.describe()}: distilled vs high-fidelity, {simulator}",
