@@ -2,14 +2,17 @@
 
 ``reward = sum_k weight_k * term_k``; every term is reported in the env's ``info`` so a user can see
 what the policy is paid for. Units of the raw terms: progress [m], cross-track error [m], heading
-error [rad], speed error [m/s], action change [1], precision ``exp(-(cte / precision_width)^2)``
-[1]; the failure penalty is paid once, on the step that terminates an episode by leaving the road,
-spinning out or a non-finite state.
+error [rad], speed error [m/s], action change [1], precision
+``exp(-(cte / precision_width)^2) * min(v / v_target, 1)`` [1]; the failure penalty is paid
+once, on the step that terminates an episode by leaving the road, spinning out or a non-finite
+state.
 
 The linear cross-track penalty pays the same per centimetre at 2 m as at 2 cm, so it barely tells
 a 15 cm lap from a 3 cm one; the precision bonus is a Gaussian kernel of the cross-track error
 that pays most for the last centimetres (its slope peaks at ``precision_width / sqrt(2)``) and is
-bounded, so it never makes a step worth less than failing.
+bounded, so it never makes a step worth less than failing. It is paid in proportion to the car's
+speed as a share of the target speed (capped at 1): a car standing on the line earns none of it,
+so stopping on an ice patch to collect it (what an ungated bonus taught policies) never pays.
 
 The default weights make a step of reasonable tracking worth more than nothing (the ``alive``
 bonus outweighs typical penalties), so ending an episode early by failing never pays: with
@@ -40,7 +43,8 @@ class RewardWeights:
         smoothness: penalty per unit of mean squared action change [1].
         failure: one-off penalty when an episode terminates by failure [1].
         alive: bonus per step survived [1].
-        precision: bonus per step for being on the line, ``exp(-(cte / precision_width)^2)`` [1].
+        precision: bonus per step for being on the line at speed,
+            ``exp(-(cte / precision_width)^2) * clamp(v / v_target, 0, 1)`` [1].
         precision_width: width of the precision kernel [m] (a scale, not a weight; > 0).
     """
 
@@ -85,6 +89,7 @@ def compute_reward(
     lateral_offset: Tensor,
     heading_err: Tensor,
     speed_err: Tensor,
+    target_speed: Tensor,
     action_delta: Tensor,
     failed: Tensor,
 ) -> tuple[Tensor, dict[str, Tensor]]:
@@ -95,7 +100,9 @@ def compute_reward(
         advanced: ``(N,)`` distance progressed along the reference this step [m].
         lateral_offset: ``(N,)`` signed cross-track error [m].
         heading_err: ``(N,)`` heading error [rad].
-        speed_err: ``(N,)`` speed error [m/s].
+        speed_err: ``(N,)`` speed error ``v - v_target`` [m/s].
+        target_speed: ``(N,)`` target speed ``v_target`` [m/s] (gates the precision bonus; a
+            target under 1 m/s counts as 1 m/s).
         action_delta: ``(N,)`` mean squared action change [1].
         failed: ``(N,)`` bool, the episode terminated by failure this step.
 
@@ -104,10 +111,11 @@ def compute_reward(
         the reward).
     """
     cte = cross_track_error(lateral_offset)
+    pace = ((speed_err + target_speed) / target_speed.clamp_min(1.0)).clamp(0.0, 1.0)
     terms = {
         "progress": weights.progress * advanced,
         "cross_track": -weights.cross_track * cte,
-        "precision": weights.precision * torch.exp(-((cte / weights.precision_width) ** 2)),
+        "precision": weights.precision * torch.exp(-((cte / weights.precision_width) ** 2)) * pace,
         "heading": -weights.heading * heading_err.abs(),
         "speed": -weights.speed * speed_err.abs(),
         "smoothness": -weights.smoothness * action_delta,

@@ -393,6 +393,7 @@ class TrackingTask:
             lateral_offset=fr.d,
             heading_err=herr,
             speed_err=serr,
+            target_speed=v_ref,
             action_delta=delta,
             failed=failed,
         )

@@ -70,6 +70,7 @@ def test_reward_terms_sum_to_reward_and_signs():
         lateral_offset=torch.tensor([0.0, -2.0]),
         heading_err=torch.tensor([0.0, 0.1]),
         speed_err=torch.tensor([0.0, -3.0]),
+        target_speed=torch.tensor([10.0, 10.0]),
         action_delta=torch.tensor([0.0, 0.5]),
         failed=torch.tensor([False, True]),
     )

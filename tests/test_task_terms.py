@@ -66,6 +66,7 @@ def test_each_error_costs_its_own_weight_in_either_direction():
     dv = torch.tensor([0.0, 0.0, 0.0, 0.0, 0.0, 2.0, -2.0])
     out = task.step(_cars(task, 1.0, dy=dy, dyaw=dyaw, dv=dv), torch.zeros(7, 2))
     terms = _terms(out)
+    pace = ((out.info["target_speed"] + dv) / out.info["target_speed"]).clamp(max=1.0)
     expect = {
         "progress": torch.full((7,), 0.7 * 1.0),
         "cross_track": -0.11 * dy.abs(),
@@ -74,7 +75,7 @@ def test_each_error_costs_its_own_weight_in_either_direction():
         "smoothness": torch.zeros(7),
         "failure": torch.zeros(7),
         "alive": torch.full((7,), 0.29),
-        "precision": 0.31 * torch.exp(-((dy / 0.5) ** 2)),
+        "precision": 0.31 * torch.exp(-((dy / 0.5) ** 2)) * pace,
     }
     for name in TERMS:
         assert torch.allclose(terms[name], expect[name], atol=2e-3), name
@@ -100,6 +101,21 @@ def test_precision_pays_most_for_the_last_centimetres():
     near, far = (bonus[1] - bonus[2]).item(), (bonus[4] - bonus[5]).item()
     assert near > 50.0 * far
     assert (linear[1] - linear[2]).item() == pytest.approx((linear[4] - linear[5]).item(), abs=1e-3)
+
+
+def test_precision_is_paid_at_pace_never_for_standing_on_the_line():
+    """On the line the bonus is ``w * min(v / v_target, 1)``: none standing, half at half pace.
+
+    Standing still on the line must not earn what driving it earns (an ungated bonus taught
+    policies to stop on ice patches); faster than the target earns no more than on it.
+    """
+    task = _task(4)
+    ahead = 1.0
+    v_ref = task.pool.target_speed(task.variant, task.s + ahead)
+    dv = torch.stack([-v_ref[0], -0.5 * v_ref[1], torch.tensor(0.0), torch.tensor(3.0)])
+    out = task.step(_cars(task, ahead, dv=dv), torch.zeros(4, 2))
+    bonus = _terms(out)["precision"]
+    assert bonus.tolist() == pytest.approx([0.0, 0.155, 0.31, 0.31], abs=2e-3)
 
 
 def test_progress_pays_per_metre_and_going_backwards_costs():
