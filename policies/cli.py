@@ -92,8 +92,9 @@ def _register_train(subparsers: Any) -> None:
                    + preset_values(PRESETS, "logs"))  # fmt: skip
     weights = RewardWeights()
     p.add_argument("--reward", nargs="+", default=None, metavar="TERM=VALUE",
-                   help="reward weights that differ from the env's default, e.g. "
-                   "'precision=0.25 precision_width=0.15'; terms and defaults: "
+                   help="reward weights that differ from the preset's, e.g. "
+                   "'precision=0.5 precision_width=0.1' (the other terms keep the preset's "
+                   "weights); terms and the env's defaults: "
                    + ", ".join(f"{k}={v:g}" for k, v in weights.to_dict().items())
                    + " (units: gym_s3.rewards.RewardWeights)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -117,8 +118,11 @@ def _register_train(subparsers: Any) -> None:
     p.set_defaults(func=_run_train)
 
 
-def parse_reward(items: list[str]) -> RewardWeights:
-    """``['precision=0.25', ...]`` -> the default :class:`RewardWeights` with those replaced.
+def parse_reward(items: list[str], base: RewardWeights | None = None) -> RewardWeights:
+    """``['precision=0.25', ...]`` -> ``base`` (the env's default weights) with those replaced.
+
+    ``s3 train`` passes its preset's weights as ``base``, so ``--reward speed=0.1`` changes the
+    speed weight of the preset's recipe and keeps the rest of it.
 
     Raises:
         ConfigError: an item is not ``TERM=NUMBER`` or names no reward term.
@@ -132,7 +136,7 @@ def parse_reward(items: list[str]) -> RewardWeights:
             raise ConfigError(
                 f"--reward expects TERM=NUMBER (e.g. precision=0.25), got {item!r}"
             ) from None
-    return RewardWeights.from_dict({**RewardWeights().to_dict(), **values})
+    return RewardWeights.from_dict({**(base or RewardWeights()).to_dict(), **values})
 
 
 #: What ``s3 train`` writes into ``--out`` (globs).
@@ -180,7 +184,7 @@ def _run_train(args: argparse.Namespace) -> int:
     if "logs" in overrides:
         overrides["logs"] = tuple(overrides["logs"])
     if "reward" in overrides:
-        overrides["reward"] = parse_reward(overrides["reward"])
+        overrides["reward"] = parse_reward(overrides["reward"], preset(args.preset).reward)
     config = preset(args.preset, **overrides)
     _claim_out(args.out, overwrite=args.overwrite)
     with distributed.launch(config.device, timeout_s=args.dist_timeout) as ctx:

@@ -101,6 +101,7 @@ def test_fine_tune_refuses_a_policy_of_another_observation_mode(tmp_path):
 def test_reward_weights_reach_the_task_and_round_trip_through_the_checkpoint_dict():
     """``s3 train --reward`` replaces single weights, the env's task gets them, JSON keeps them."""
     from gym_s3.errors import ConfigError
+    from gym_s3.rewards import RewardWeights
     from policies.cli import parse_reward
     from policies.config import config_from_dict, config_to_dict, preset
 
@@ -113,3 +114,6 @@ def test_reward_weights_reach_the_task_and_round_trip_through_the_checkpoint_dic
     for bad in (["precision"], ["precision=x"], ["presicion=1"]):
         with pytest.raises(ConfigError):
             parse_reward(bad)
+    base = RewardWeights(precision=0.25, speed=0.07)  # a preset's recipe: kept but for the item
+    weights = parse_reward(["cross_track=0.4"], base)
+    assert (weights.precision, weights.speed, weights.cross_track) == (0.25, 0.07, 0.4)

@@ -27,6 +27,8 @@ def test_shipped_policy_is_small_loadable_and_made_by_its_preset(name):
     assert policy.backend == cfg.backend and policy.obs_mode == cfg.obs_mode
     training = policy.meta["training"]
     assert training["total_frames"] == cfg.total_frames and training["seed"] == cfg.seed
+    if "reward" in training:  # the 24 M bicycle baseline predates saving the weights
+        assert training["reward"] == cfg.reward.to_dict(), "shipped with other reward weights"
     assert json.loads(path.read_text())["spec_version"] == SPEC_VERSION
     obs = torch.zeros(3, observation_size(cfg.obs_mode))
     act = policy.act(obs)
