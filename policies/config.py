@@ -216,11 +216,12 @@ _BASE = PPOConfig()
 #: The recipe of the learned backends: 48 M frames (against 24 M, two ddm seeds tracked tighter on
 #: every surface and passed 36 and 39 of the 56 held-out acceptance laps instead of 19-24).
 _LEARNED = replace(_BASE, total_frames=48_000_000)
-#: The precision bonus paid at pace (``precision=0.25``): two ddm seeds halved the snow and ice
-#: tracking error on the validation circuits 301-303 and on the 56 held-out laps, and passed 37
-#: and 40 of those laps strictly against 36 and 39; one trans seed 35 against 33 and snow 0.08 m
-#: against 0.12 m (README, recipe table). Not adopted for dytr and oracle: one seed each tied
-#: (dytr: 54 laps and 37 strict, as before) or completed fewer laps (oracle: 53 against 56).
+#: The precision bonus paid at pace (``precision=0.25``): two ddm seeds cut the snow and ice
+#: tracking error by a quarter to a half on the validation circuits 301-303 and on the 56
+#: held-out laps, and passed 37 and 40 of those laps strictly against 36 and 39; one trans seed
+#: 35 against 33 and snow 0.08 m against 0.12 m (README, recipe table). Not adopted for dytr
+#: and oracle: one seed each tied (dytr: 54 laps and 37 strict, as before) or completed fewer
+#: laps (oracle: 53 against 56).
 _PRECISE = replace(_LEARNED, reward=RewardWeights(precision=0.25))
 #: Named presets: one per backend (the policy the paper trains on it) and the oracle policy.
 PRESETS: dict[str, PPOConfig] = {
