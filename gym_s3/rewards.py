@@ -3,9 +3,9 @@
 ``reward = sum_k weight_k * term_k``; every term is reported in the env's ``info`` so a user can see
 what the policy is paid for. Units of the raw terms: progress [m], cross-track error [m], heading
 error [rad], speed error [m/s], action change [1], precision
-``exp(-(cte / precision_width)^2) * min(v / v_target, 1)`` [1]; the failure penalty is paid
-once, on the step that terminates an episode by leaving the road, spinning out or a non-finite
-state.
+``exp(-(cte / precision_width)^2) * clamp(v / max(v_target, 1 m/s), 0, 1)`` [1]; the failure
+penalty is paid once, on the step that terminates an episode by leaving the road, spinning out or
+a non-finite state.
 
 The linear cross-track penalty pays the same per centimetre at 2 m as at 2 cm, so it barely tells
 a 15 cm lap from a 3 cm one; the precision bonus is a Gaussian kernel of the cross-track error
@@ -44,7 +44,7 @@ class RewardWeights:
         failure: one-off penalty when an episode terminates by failure [1].
         alive: bonus per step survived [1].
         precision: bonus per step for being on the line at speed,
-            ``exp(-(cte / precision_width)^2) * clamp(v / v_target, 0, 1)`` [1].
+            ``exp(-(cte / precision_width)^2) * clamp(v / max(v_target, 1 m/s), 0, 1)`` [1].
         precision_width: width of the precision kernel [m] (a scale, not a weight; > 0).
     """
 

@@ -94,7 +94,8 @@ def _register_train(subparsers: Any) -> None:
     p.add_argument("--reward", nargs="+", default=None, metavar="TERM=VALUE",
                    help="reward weights that differ from the preset's, e.g. "
                    "'precision=0.5 precision_width=0.1' (the other terms keep the preset's "
-                   "weights); terms and the env's defaults: "
+                   "weights; the ddm and trans presets set precision=0.25); terms and the env's "
+                   "defaults: "
                    + ", ".join(f"{k}={v:g}" for k, v in weights.to_dict().items())
                    + " (units: gym_s3.rewards.RewardWeights)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -119,7 +120,7 @@ def _register_train(subparsers: Any) -> None:
 
 
 def parse_reward(items: list[str], base: RewardWeights | None = None) -> RewardWeights:
-    """``['precision=0.25', ...]`` -> ``base`` (the env's default weights) with those replaced.
+    """``['precision=0.25', ...]`` -> ``base`` (default: the env's weights) with those replaced.
 
     ``s3 train`` passes its preset's weights as ``base``, so ``--reward speed=0.1`` changes the
     speed weight of the preset's recipe and keeps the rest of it.

@@ -49,7 +49,8 @@ class PPOConfig:
         init_log_std: initial log standard deviation of the actions (pre-squash).
         max_episode_steps: episode length in the distilled env [steps of 50 ms] (30 s).
         reward: weights of the reward terms (:class:`~gym_s3.rewards.RewardWeights`; the env's
-            default unless overridden, ``s3 train --reward precision=0.25``).
+            default, except ``precision=0.25`` in the ``ddm`` and ``trans`` presets; single
+            weights with ``s3 train --reward precision=0.5``).
         tracks: scenario-pool tracks.
         layouts_per_track: surface layouts per track.
         pool: surface distribution of the scenario pool, one of :data:`POOL_NAMES`
