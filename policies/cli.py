@@ -64,6 +64,8 @@ def _register_train(subparsers: Any) -> None:
         "pool": "surface distribution of the scenario pool: all_surfaces (every surface, "
         "full-ice/snow laps, ice at corners, asphalt->ice transitions) or default (mostly dry)",
         "start_from_rest": "share of episodes starting at standstill [0..1]",
+        "start_lateral_m": "start lateral offset from the line, U(-x, x) [m]",
+        "start_heading_rad": "start heading error, U(-x, x) [rad]",
         "friction_noise": "per-episode friction scale U(1-x, 1+x) the car feels [-]",
         "obs_noise": "observation noise std as a share of each feature's half range [-]",
         "action_delay": "longest per-episode actuator delay U{0..x} [steps of 50 ms]",

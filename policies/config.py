@@ -59,6 +59,9 @@ class PPOConfig:
             ``default``: the env's default, mostly dry).
         start_from_rest: share of episodes that start standing still (the others at 60-100 %
             of the target speed) [0..1].
+        start_lateral_m: start lateral offset from the reference drawn from ``U(-x, x)`` [m]
+            (recovery starts: a car placed wide of the line learns to come back to it).
+        start_heading_rad: start heading error drawn from ``U(-x, x)`` [rad].
         friction_noise: relative range of the per-episode friction scale the car feels,
             ``U(1 - x, 1 + x)``, unknown to the target speeds and (default mode) to the policy.
         obs_noise: std of the Gaussian noise added to every observation feature during
@@ -116,6 +119,8 @@ class PPOConfig:
     layouts_per_track: int = 8
     pool: str = "default"
     start_from_rest: float = 0.0
+    start_lateral_m: float = 0.5
+    start_heading_rad: float = 0.05
     friction_noise: float = 0.0
     obs_noise: float = 0.0
     action_delay: int = 0
@@ -158,6 +163,11 @@ class PPOConfig:
             raise ConfigError(f"critic_warmup must be >= 0 [iterations], got {self.critic_warmup}")
         if int(self.action_delay) < 0:
             raise ConfigError(f"action_delay must be >= 0 [steps], got {self.action_delay}")
+        if not (self.start_lateral_m >= 0 and self.start_heading_rad >= 0):
+            raise ConfigError(
+                f"start_lateral_m [m] and start_heading_rad [rad] must be >= 0, got "
+                f"{self.start_lateral_m}, {self.start_heading_rad}"
+            )
         if not 0 <= self.start_from_rest <= 1 or not 0 <= self.friction_noise < 1:
             raise ConfigError(
                 f"start_from_rest must be in [0, 1] and friction_noise in [0, 1), got "
@@ -185,6 +195,8 @@ class PPOConfig:
 
         return TaskConfig(obs_mode=self.obs_mode, max_episode_steps=self.max_episode_steps,
                           reward=self.reward, start_from_rest=self.start_from_rest,
+                          start_lateral_m=self.start_lateral_m,
+                          start_heading_rad=self.start_heading_rad,
                           friction_noise=self.friction_noise)  # fmt: skip
 
     def env_kwargs(self) -> dict[str, Any]:
