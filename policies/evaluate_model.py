@@ -40,7 +40,15 @@ from gym_s3.progress import progress_bar
 from policies.checkpoint import Policy
 from policies.evaluate import METRICS, RunResult, compare_with_expert, print_run, run_end
 
-__all__ = ["MODEL_ENV", "Lap", "evaluate_model", "lap_grid", "run_lap_batch", "standin_model"]
+__all__ = [
+    "MODEL_ENV",
+    "Lap",
+    "evaluate_model",
+    "lap_grid",
+    "run_lap_batch",
+    "standin_model",
+    "start_model_cars",
+]
 
 #: The simulator the rows of this runner name (``RunResult.env``).
 MODEL_ENV = "open stand-in vehicle model (batched in-process)"
@@ -99,6 +107,38 @@ def standin_model(fast: bool) -> Any:
     if sim.frames_per_step != 1:  # pragma: no cover - guards a change of the env's frame rate
         raise ConfigError(f"the batched laps step one frame per control step, not {sim}")
     return Fleet.from_config(standin_world(fast)).model(sim.steps_per_second)
+
+
+def start_model_cars(task: Any, scenario: Tensor, *, seed: int, fast: bool
+                     ) -> tuple[Any, Any, Tensor]:  # fmt: skip
+    """Start every car of ``task`` on ``scenario`` in the stand-in's vehicle model, as at a reset.
+
+    What the stand-in's ``S3BeamNG-v0`` does at a reset: the car is placed at its start pose
+    (the task's start noise drawn from ``seed``; the stand-in's levels are flat, z = 0; its
+    teleport puts the car at rest), stepped once with neutral controls, and observed there.
+
+    Args:
+        task: the :class:`~gym_s3.task.TrackingTask` of the N cars.
+        scenario: ``(N,)`` int64 scenario of each car in the task's pool.
+        seed: seed of the start noise.
+        fast: float32 compiled physics (else the float64 eager reference).
+
+    Returns:
+        ``(cars, ego, obs)``: the :class:`~gym_s3.sources.VehicleModelCars`, their state after the
+        neutral step and the first observation ``(N, F)``.
+    """
+    from gym_s3.rows import ResetRows
+    from gym_s3.sources import VehicleModelCars
+
+    n = task.n
+    every = ResetRows(torch.ones(n, dtype=torch.bool))
+    start = task.begin(every, torch.Generator().manual_seed(seed), scenario)
+    start = replace(start, z=torch.zeros_like(start.z))
+    cars = VehicleModelCars(standin_model(fast), n)
+    cars.place(every, start, task.wheel_friction(start.ego()))
+    zero = torch.zeros(n, 2, dtype=torch.float32)
+    ego = cars.advance(zero, task.surfaces, task.wheel_friction(start.ego())).ego
+    return cars, ego, task.observe(ego)
 
 
 def _drivers_by_mode(
@@ -186,9 +226,7 @@ def run_lap_batch(
         fast: float32 compiled physics (else float64 eager).
         progress: show a progress bar of the batch's steps.
     """
-    from gym_s3.rows import ResetRows
     from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
-    from gym_s3.sources import VehicleModelCars
     from gym_s3.task import TrackingTask, lap_task
     from gym_s3.tracks.lap_layouts import lap_layout
     from gym_s3.tracks.registry import cached_track
@@ -215,17 +253,8 @@ def run_lap_batch(
     if not bool((pool.scenario_variant[scenario] == scenario).all()):  # pragma: no cover
         raise ConfigError("lap pool: expected one scenario per variant")
     task = TrackingTask(pool, n, lap_task(time_limit_s, obs_mode=obs_mode))
-    every = ResetRows(torch.ones(n, dtype=torch.bool))
-    start = task.begin(every, torch.Generator().manual_seed(seed), scenario)
-    # the stand-in's levels are flat (z = 0); its teleport puts the car at rest
-    start = replace(start, z=torch.zeros_like(start.z))
-    model = standin_model(fast)
-    cars = VehicleModelCars(model, n)
-    cars.place(every, start, task.wheel_friction(start.ego()))
-    # S3BeamNG-v0's reset steps the placed car once with neutral controls before observing
+    cars, ego, obs = start_model_cars(task, scenario, seed=seed, fast=fast)
     zero = torch.zeros(n, 2, dtype=torch.float32)
-    ego = cars.advance(zero, task.surfaces, task.wheel_friction(start.ego())).ego
-    obs = task.observe(ego)
     expert_rows = [d for d, (_, pol) in enumerate(drivers) if pol is None]
     expert = expert_controller(seed, n) if expert_rows else None
     cap = int(task.limit.max()) if max_steps is None else min(int(task.limit.max()), max_steps)
