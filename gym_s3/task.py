@@ -266,7 +266,14 @@ class TrackingTask:
         dyaw = uniform(-cfg.start_heading_rad, cfg.start_heading_rad)
         frac = uniform(*cfg.start_speed_fraction)
         if cfg.start_from_rest > 0.0:
-            frac = torch.where(uniform(0.0, 1.0) < cfg.start_from_rest, 0.0, frac)
+            rest = uniform(0.0, 1.0) < cfg.start_from_rest
+            frac = torch.where(rest, 0.0, frac)
+            if cfg.rest_start_lateral_m is not None:
+                wide = uniform(-cfg.rest_start_lateral_m, cfg.rest_start_lateral_m)
+                lateral = torch.where(rest, wide, lateral)
+            if cfg.rest_start_heading_rad is not None:
+                turned = uniform(-cfg.rest_start_heading_rad, cfg.rest_start_heading_rad)
+                dyaw = torch.where(rest, turned, dyaw)
         mu_scale = torch.ones_like(frac)
         if cfg.friction_noise > 0.0:
             mu_scale = uniform(1.0 - cfg.friction_noise, 1.0 + cfg.friction_noise)

@@ -17,6 +17,8 @@ TASK_BOUNDS: dict[str, Bounds] = {
     "spin_heading_rad": Bounds(0.1, 3.1416, "rad"),
     "start_lateral_m": Bounds(0.0, 50.0, "m"),
     "start_heading_rad": Bounds(0.0, 3.1416, "rad"),
+    "rest_start_lateral_m": Bounds(0.0, 50.0, "m"),
+    "rest_start_heading_rad": Bounds(0.0, 3.1416, "rad"),
     "start_speed_fraction_lo": Bounds(0.0, 2.0, "-"),
     "start_speed_fraction_hi": Bounds(0.0, 2.0, "-"),
     "complete_margin_m": Bounds(0.0, 1000.0, "m"),
@@ -49,6 +51,11 @@ class TaskConfig:
         start_heading_rad: start heading error drawn from ``U(-x, x)`` [rad].
         start_speed_fraction: start speed as a fraction of the target speed, ``U(lo, hi)``.
         start_from_rest: share of episodes that start standing still instead [0..1].
+        rest_start_lateral_m: standing starts draw their lateral offset from ``U(-x, x)``
+            instead [m]; ``None``: ``start_lateral_m`` (restarts: a car that came to rest wide
+            of the line after a slide must get going again).
+        rest_start_heading_rad: standing starts draw their heading error from ``U(-x, x)``
+            instead [rad]; ``None``: ``start_heading_rad``.
         friction_noise: each episode scales the friction of its whole surface layout (what the
             car feels, not what the target speeds assume) by ``U(1 - x, 1 + x)`` [-]; 0: exact.
         complete_margin_m: an open route is completed this close to its end [m].
@@ -69,6 +76,8 @@ class TaskConfig:
     start_heading_rad: float = 0.05
     start_speed_fraction: tuple[float, float] = (0.6, 1.0)
     start_from_rest: float = 0.0
+    rest_start_lateral_m: float | None = None
+    rest_start_heading_rad: float | None = None
     friction_noise: float = 0.0
     complete_margin_m: float = 2.0
     complete_laps: float | None = None
@@ -104,8 +113,9 @@ class TaskConfig:
         fields["start_speed_fraction_lo"], fields["start_speed_fraction_hi"] = (
             self.start_speed_fraction
         )
-        if self.complete_laps is None:
-            del fields["complete_laps"]
+        for name in ("complete_laps", "rest_start_lateral_m", "rest_start_heading_rad"):
+            if fields[name] is None:
+                del fields[name]
         check_bounds(fields, TASK_BOUNDS, where="TaskConfig",
                      fix="pass a value inside the range (the defaults are)")  # fmt: skip
 

@@ -48,6 +48,9 @@ def _register_train(subparsers: Any) -> None:
         help="output folder for checkpoints, logs and train_summary.json",
     )
     defaults = PPOConfig()
+    #: the type of the options whose default is None (the others take their default's type)
+    _OPTIONAL_KINDS = {"time_budget_s": float, "rest_start_lateral_m": float,
+                       "rest_start_heading_rad": float}  # fmt: skip
     helps = {
         "backend": "dynamics backend to train in (bicycle, ddm, trans, dytr)",
         "dynamics_checkpoint": "dynamics checkpoint path (none: the shipped one of the backend)",
@@ -66,6 +69,10 @@ def _register_train(subparsers: Any) -> None:
         "start_from_rest": "share of episodes starting at standstill [0..1]",
         "start_lateral_m": "start lateral offset from the line, U(-x, x) [m]",
         "start_heading_rad": "start heading error, U(-x, x) [rad]",
+        "rest_start_lateral_m": "standing starts only: lateral offset U(-x, x) [m] (none: "
+        "--start-lateral-m)",
+        "rest_start_heading_rad": "standing starts only: heading error U(-x, x) [rad] (none: "
+        "--start-heading-rad)",
         "friction_noise": "per-episode friction scale U(1-x, 1+x) the car feels [-]",
         "obs_noise": "observation noise std as a share of each feature's half range [-]",
         "action_delay": "longest per-episode actuator delay U{0..x} [steps of 50 ms]",
@@ -83,7 +90,7 @@ def _register_train(subparsers: Any) -> None:
     }
     for name, text in helps.items():
         default = getattr(defaults, name)
-        kind = type(default) if default is not None else (float if "budget" in name else str)
+        kind = type(default) if default is not None else _OPTIONAL_KINDS.get(name, str)
         if kind is bool:
             kind = int
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None,

@@ -62,6 +62,10 @@ class PPOConfig:
         start_lateral_m: start lateral offset from the reference drawn from ``U(-x, x)`` [m]
             (recovery starts: a car placed wide of the line learns to come back to it).
         start_heading_rad: start heading error drawn from ``U(-x, x)`` [rad].
+        rest_start_lateral_m: standing starts only: lateral offset from ``U(-x, x)`` [m]
+            (restarts wide of the line; ``None``: ``start_lateral_m``).
+        rest_start_heading_rad: standing starts only: heading error from ``U(-x, x)`` [rad]
+            (``None``: ``start_heading_rad``).
         friction_noise: relative range of the per-episode friction scale the car feels,
             ``U(1 - x, 1 + x)``, unknown to the target speeds and (default mode) to the policy.
         obs_noise: std of the Gaussian noise added to every observation feature during
@@ -121,6 +125,8 @@ class PPOConfig:
     start_from_rest: float = 0.0
     start_lateral_m: float = 0.5
     start_heading_rad: float = 0.05
+    rest_start_lateral_m: float | None = None
+    rest_start_heading_rad: float | None = None
     friction_noise: float = 0.0
     obs_noise: float = 0.0
     action_delay: int = 0
@@ -197,6 +203,8 @@ class PPOConfig:
                           reward=self.reward, start_from_rest=self.start_from_rest,
                           start_lateral_m=self.start_lateral_m,
                           start_heading_rad=self.start_heading_rad,
+                          rest_start_lateral_m=self.rest_start_lateral_m,
+                          rest_start_heading_rad=self.rest_start_heading_rad,
                           friction_noise=self.friction_noise)  # fmt: skip
 
     def env_kwargs(self) -> dict[str, Any]:

@@ -124,3 +124,20 @@ def test_recovery_starts_of_the_ppo_recipe_reach_the_task_and_spread_the_start_p
     assert (narrow.start_lateral_m, narrow.start_heading_rad) == (0.5, 0.05)
     with pytest.raises(ConfigError, match="start_lateral_m"):
         PPOConfig(start_lateral_m=-1.0)
+
+
+def test_restarts_spread_only_the_standing_starts():
+    """``rest_start_*`` widen the standing starts alone (2 m, 0.8 rad); moving ones keep 0.5 m."""
+    cfg = TaskConfig(start_from_rest=0.5, rest_start_lateral_m=2.0, rest_start_heading_rad=0.8)
+    task = _task(cfg, n=2000)
+    pose = task.reset(torch.ones(2000, dtype=torch.bool), torch.Generator().manual_seed(3))
+    offset = task.pool.bank.project(task.pid, torch.stack([pose.x, pose.y], dim=-1))
+    yaw_err = torch.remainder(pose.yaw - offset.heading + torch.pi, 2 * torch.pi) - torch.pi
+    rest, moving = pose.speed == 0, pose.speed > 0
+    assert 0.4 < float(rest.double().mean()) < 0.6
+    assert 1.8 < float(offset.d[rest].abs().max()) <= 2.0 + 1e-3
+    assert 0.75 < float(yaw_err[rest].abs().max()) <= 0.8 + 1e-6
+    assert float(offset.d[moving].abs().max()) <= 0.5 + 1e-3
+    assert float(yaw_err[moving].abs().max()) <= 0.05 + 1e-6
+    with pytest.raises(ConfigError, match="rest_start_heading_rad"):
+        TaskConfig(rest_start_heading_rad=-0.1)
