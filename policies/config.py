@@ -19,7 +19,7 @@ from gym_s3.errors import ConfigError
 from gym_s3.rewards import RewardWeights
 
 #: Names of the training pools (:data:`policies.pools.TRAINING_POOLS`).
-POOL_NAMES: tuple[str, ...] = ("all_surfaces", "default")
+POOL_NAMES: tuple[str, ...] = ("all_surfaces", "default", "default_ice")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 ``all_surfaces`` is the pool of policies that must hold on every surface: every base surface,
 full-ice and full-snow laps, ice patches where they hurt (braking zones, apexes and exits of the
 corners), and long asphalt -> ice -> asphalt stretches. ``default`` is the env's default
-distribution (mostly dry asphalt, a few patches anywhere).
+distribution (mostly dry asphalt, a few patches anywhere); ``default_ice`` is that with full-ice
+laps mixed in (15 % of the layouts): the default pool has patches of ice but no lap on it, so no
+hairpin braking zone on ice.
 """
 
 from __future__ import annotations
@@ -33,8 +35,12 @@ ALL_SURFACES = LayoutMix(
     ),
     weights=(0.25, 0.15, 0.2, 0.25, 0.15),
 )
+#: The env's default distribution with full-ice laps in 15 % of the layouts.
+DEFAULT_WITH_ICE = LayoutMix(options=(DEFAULT_LAYOUT, LayoutConfig(base=("ice",))),
+                             weights=(0.85, 0.15))  # fmt: skip
 #: Surface distributions of the training pool (``PPOConfig.pool``).
 TRAINING_POOLS: dict[str, LayoutConfig | LayoutMix] = {
     "all_surfaces": ALL_SURFACES,
     "default": DEFAULT_LAYOUT,
+    "default_ice": DEFAULT_WITH_ICE,
 }

@@ -33,6 +33,21 @@ def test_all_surfaces_pool_has_every_surface_full_laps_corner_ice_and_transition
     assert sum(len(lay.bands) >= 3 for lay in layouts) >= 30  # the corner-ice option
 
 
+def test_default_ice_pool_is_the_default_with_full_ice_laps_mixed_in():
+    """400 draws on Putnam: 15 % (+-5) full-ice laps, the rest the default's bases and patches."""
+    from gym_s3.envs.config import DEFAULT_LAYOUT
+
+    putnam = cached_track("putnam")
+    rng = np.random.default_rng(1)
+    layouts = [sample_layout(putnam, TRAINING_POOLS["default_ice"], rng) for _ in range(400)]
+    full_ice = [lay for lay in layouts if lay.base == "ice"]
+    assert 0.10 < len(full_ice) / len(layouts) < 0.20
+    assert all(not lay.bands for lay in full_ice)
+    rest = [lay for lay in layouts if lay.base != "ice"]
+    assert {lay.base for lay in rest} == set(DEFAULT_LAYOUT.base)
+    assert max(len(lay.bands) for lay in rest) == DEFAULT_LAYOUT.patches.count[1]
+
+
 def test_ppo_env_gets_the_pool_and_noise_when_asked_and_not_by_default():
     """The pool, friction noise and standing starts when asked; none of them by default.
 
