@@ -51,9 +51,9 @@ class TaskConfig:
         start_heading_rad: start heading error drawn from ``U(-x, x)`` [rad].
         start_speed_fraction: start speed as a fraction of the target speed, ``U(lo, hi)``.
         start_from_rest: share of episodes that start standing still instead [0..1].
-        rest_start_lateral_m: standing starts draw their lateral offset from ``U(-x, x)``
-            instead [m]; ``None``: ``start_lateral_m`` (restarts: a car that came to rest wide
-            of the line after a slide must get going again).
+        rest_start_lateral_m: standing starts (``start_from_rest > 0``) draw their lateral
+            offset from ``U(-x, x)`` instead [m]; ``None``: ``start_lateral_m`` (restarts: a car
+            that came to rest wide of the line after a slide must get going again).
         rest_start_heading_rad: standing starts draw their heading error from ``U(-x, x)``
             instead [rad]; ``None``: ``start_heading_rad``.
         friction_noise: each episode scales the friction of its whole surface layout (what the

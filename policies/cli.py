@@ -70,10 +70,10 @@ def _register_train(subparsers: Any) -> None:
         "start_from_rest": "share of episodes starting at standstill [0..1]",
         "start_lateral_m": "start lateral offset from the line, U(-x, x) [m]",
         "start_heading_rad": "start heading error, U(-x, x) [rad]",
-        "rest_start_lateral_m": "standing starts only: lateral offset U(-x, x) [m] (none: "
-        "--start-lateral-m)",
-        "rest_start_heading_rad": "standing starts only: heading error U(-x, x) [rad] (none: "
-        "--start-heading-rad)",
+        "rest_start_lateral_m": "standing starts only (with --start-from-rest > 0): lateral "
+        "offset U(-x, x) [m] (none: --start-lateral-m)",
+        "rest_start_heading_rad": "standing starts only (with --start-from-rest > 0): heading "
+        "error U(-x, x) [rad] (none: --start-heading-rad)",
         "friction_noise": "per-episode friction scale U(1-x, 1+x) the car feels [-]",
         "obs_noise": "observation noise std as a share of each feature's half range [-]",
         "action_delay": "longest per-episode actuator delay U{0..x} [steps of 50 ms]",

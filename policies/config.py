@@ -62,10 +62,11 @@ class PPOConfig:
         start_lateral_m: start lateral offset from the reference drawn from ``U(-x, x)`` [m]
             (recovery starts: a car placed wide of the line learns to come back to it).
         start_heading_rad: start heading error drawn from ``U(-x, x)`` [rad].
-        rest_start_lateral_m: standing starts only: lateral offset from ``U(-x, x)`` [m]
-            (restarts wide of the line; ``None``: ``start_lateral_m``).
-        rest_start_heading_rad: standing starts only: heading error from ``U(-x, x)`` [rad]
-            (``None``: ``start_heading_rad``).
+        rest_start_lateral_m: standing starts only (needs ``start_from_rest > 0``): lateral
+            offset from ``U(-x, x)`` [m] (restarts wide of the line; ``None``:
+            ``start_lateral_m``).
+        rest_start_heading_rad: standing starts only (needs ``start_from_rest > 0``): heading
+            error from ``U(-x, x)`` [rad] (``None``: ``start_heading_rad``).
         friction_noise: relative range of the per-episode friction scale the car feels,
             ``U(1 - x, 1 + x)``, unknown to the target speeds and (default mode) to the policy.
         obs_noise: std of the Gaussian noise added to every observation feature during
@@ -169,11 +170,7 @@ class PPOConfig:
             raise ConfigError(f"critic_warmup must be >= 0 [iterations], got {self.critic_warmup}")
         if int(self.action_delay) < 0:
             raise ConfigError(f"action_delay must be >= 0 [steps], got {self.action_delay}")
-        if not (self.start_lateral_m >= 0 and self.start_heading_rad >= 0):
-            raise ConfigError(
-                f"start_lateral_m [m] and start_heading_rad [rad] must be >= 0, got "
-                f"{self.start_lateral_m}, {self.start_heading_rad}"
-            )
+        self.task()  # TaskConfig checks the start noise (ranges named in its error)
         if not 0 <= self.start_from_rest <= 1 or not 0 <= self.friction_noise < 1:
             raise ConfigError(
                 f"start_from_rest must be in [0, 1] and friction_noise in [0, 1), got "

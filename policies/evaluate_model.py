@@ -133,7 +133,7 @@ def start_model_cars(task: Any, scenario: Tensor, *, seed: int, fast: bool
     n = task.n
     every = ResetRows(torch.ones(n, dtype=torch.bool))
     start = task.begin(every, torch.Generator().manual_seed(seed), scenario)
-    start = replace(start, z=torch.zeros_like(start.z))
+    start = replace(start, z=torch.zeros_like(start.z), speed=torch.zeros_like(start.speed))
     cars = VehicleModelCars(standin_model(fast), n)
     cars.place(every, start, task.wheel_friction(start.ego()))
     zero = torch.zeros(n, 2, dtype=torch.float32)

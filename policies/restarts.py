@@ -28,6 +28,9 @@ from policies.checkpoint import Policy
 
 __all__ = ["RestartConfig", "RestartResult", "restart_check"]
 
+#: on open routes, no start lies closer than this to the end [m]
+_OPEN_END_M = 60.0
+
 
 @dataclass(frozen=True)
 class RestartConfig:
@@ -38,7 +41,8 @@ class RestartConfig:
             dynamics data nor the PPO pool contains).
         surfaces: uniform surface of each start's lap.
         starts: evenly spaced start places per track and surface [count].
-        cars: cars in the batch (a multiple of ``tracks x surfaces x starts`` spreads them evenly).
+        cars: cars in the batch, at least ``tracks x surfaces x starts`` (car ``i`` takes start
+            place ``i`` modulo that, so the default 1,152 over 108 places gives 10 or 11 each).
         lateral_m: start lateral offset drawn from ``U(-x, x)`` [m].
         heading_rad: start heading error drawn from ``U(-x, x)`` [rad].
         seconds: time the car has to get going [s].
@@ -61,8 +65,12 @@ class RestartConfig:
     fast: bool = True
 
     def __post_init__(self) -> None:
-        if not (self.tracks and self.surfaces) or self.starts < 1 or self.cars < 1:
-            raise ConfigError("a restart check needs tracks, surfaces, starts >= 1 and cars >= 1")
+        places = len(self.tracks) * len(self.surfaces) * self.starts
+        if not (self.tracks and self.surfaces) or self.starts < 1 or self.cars < places:
+            raise ConfigError(
+                f"a restart check needs tracks, surfaces, starts >= 1 and at least one car per "
+                f"start place (tracks x surfaces x starts = {places}), got cars={self.cars}"
+            )
         if not (self.seconds > 0 and self.stall_time_s > 0 and self.min_progress_m > 0):
             raise ConfigError(
                 f"seconds, stall_time_s and min_progress_m must be > 0, got {self.seconds}, "
@@ -103,8 +111,19 @@ def _pool(config: RestartConfig):
 
     paths = [cached_track(t) for t in config.tracks]
     layouts = [[lap_layout(p, s, 0, config.seed) for s in config.surfaces] for p in paths]
-    starts = [[p.length * k / config.starts for k in range(config.starts)] for p in paths]
+    # open routes keep their last start _OPEN_END_M before the end (room to get going)
+    spans = [p.length if p.closed else max(p.length - _OPEN_END_M, 0.0) for p in paths]
+    starts = [[span * k / config.starts for k in range(config.starts)] for span in spans]
     return ScenarioPool.build(paths, layouts, PoolConfig(), starts=starts)
+
+
+def _surface_of(pool, scenario: Tensor, config: RestartConfig) -> Tensor:
+    """``(N,)`` index into ``config.surfaces`` of each car's lap.
+
+    :func:`_pool` builds the variants track by track, each track's surfaces in order, so a
+    variant's surface is its index modulo the number of surfaces.
+    """
+    return pool.scenario_variant[scenario] % len(config.surfaces)
 
 
 def restart_check(
@@ -127,8 +146,7 @@ def restart_check(
     steps = max(1, round(config.seconds / CONTROL_DT_S))
     n = config.cars
     scenario = torch.arange(n, dtype=torch.int64) % int(pool.scenario_variant.numel())
-    # variants are track-major: variant % surfaces is the surface of the car's lap
-    surface = pool.scenario_variant[scenario] % len(config.surfaces)
+    surface = _surface_of(pool, scenario, config)
     results = []
     for name, policy in policies:
         task_cfg = TaskConfig(obs_mode=policy.obs_mode, max_episode_steps=steps,
@@ -142,12 +160,11 @@ def restart_check(
         failed, stalled = torch.zeros_like(ended), torch.zeros_like(ended)
         progress = torch.zeros(n, dtype=torch.float64)
         for _ in range(steps):
-            action = torch.as_tensor(policy.act(obs.float())).float().clamp(-1.0, 1.0)
+            action = torch.as_tensor(policy.act(obs.float())).float().cpu().clamp(-1.0, 1.0)
             moved = cars.advance(action, task.surfaces, zero)
             out = task.step(moved.ego, action, fault=moved.fault)
             live = ~ended
-            advanced = out.info["reward/progress"].double() / task_cfg.reward.progress
-            progress += torch.where(live, advanced, torch.zeros_like(advanced))
+            progress = torch.where(live, out.info["episode/progress"].double(), progress)
             failed |= live & out.terminated & ~out.info["completed"]
             stalled |= live & out.info["stalled"]
             ended |= out.terminated | out.truncated

@@ -1,10 +1,10 @@
 """Do policies drive on from standstill, wide of the line? (:mod:`policies.restarts`).
 
-Every car starts at rest up to ``--lateral`` metres off the line and ``--heading`` radians turned
-away from it, on uniform asphalt, snow and ice laps of the given tracks, in the open stand-in's
-vehicle model (in-process, one batch per policy); a car drove on when it advanced
-``--min-progress`` metres within ``--seconds`` without failing. Prints the share per surface and
-writes them as JSON.
+Every car starts at rest up to ``--lateral-m`` metres off the line and ``--heading-rad``
+radians turned away from it, on uniform asphalt, snow and ice laps of the given tracks, in the
+open stand-in's vehicle model (in-process, one batch per policy); a car drove on when it advanced
+``--min-progress-m`` metres within ``--seconds`` without failing. Prints the share per surface
+and writes them as JSON.
 
     python tools/restart_check.py ddm trans dytr oracle --out runs/restarts.json
 """

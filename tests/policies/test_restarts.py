@@ -66,3 +66,19 @@ def test_bad_restart_settings_say_what_is_wrong():
         RestartConfig(seconds=0.0)
     with pytest.raises(ConfigError, match="heading_rad"):
         RestartConfig(heading_rad=-0.1)
+
+
+def test_each_car_is_counted_under_the_surface_of_its_own_lap():
+    """Two tracks x three surfaces: the surface a car is counted under is its lap's base."""
+    from policies.restarts import _pool, _surface_of
+
+    config = RestartConfig(tracks=("procedural:301", "procedural:302"),
+                           surfaces=("asphalt", "snow", "ice"), starts=3, cars=18)  # fmt: skip
+    pool = _pool(config)
+    scenario = torch.arange(config.cars) % int(pool.scenario_variant.numel())
+    surface = _surface_of(pool, scenario, config)
+    bases = [pool.layouts[int(v)].base for v in pool.scenario_variant[scenario]]
+    assert [config.surfaces[int(k)] for k in surface] == bases
+    assert set(bases) == set(config.surfaces)
+    with pytest.raises(ConfigError, match="one car per start place"):
+        RestartConfig(cars=10)
