@@ -2,7 +2,7 @@
 
 ``reward = sum_k weight_k * term_k``; every term is reported in the env's ``info`` so a user can see
 what the policy is paid for. Units of the raw terms: progress [m], cross-track error [m], heading
-error [rad], speed error [m/s], action change [1], precision
+error [rad], speed error and speed above the target [m/s], action change [1], precision
 ``exp(-(cte / precision_width)^2) * clamp(v / max(v_target, 1 m/s), 0, 1)`` [1]; the failure
 penalty is paid once, on the step that terminates an episode by leaving the road, spinning out or
 a non-finite state.
@@ -40,6 +40,9 @@ class RewardWeights:
         cross_track: penalty per metre of cross-track error [1/m].
         heading: penalty per radian of heading error [1/rad].
         speed: penalty per m/s of speed-tracking error [s/m].
+        overspeed: extra penalty per m/s above the target speed [s/m] (on top of ``speed``:
+            arriving at a corner too fast, which on ice ends wide or stalled, costs more than
+            arriving too slow).
         smoothness: penalty per unit of mean squared action change [1].
         failure: one-off penalty when an episode terminates by failure [1].
         alive: bonus per step survived [1].
@@ -52,6 +55,7 @@ class RewardWeights:
     cross_track: float = 0.2
     heading: float = 0.3
     speed: float = 0.03
+    overspeed: float = 0.0
     smoothness: float = 0.2
     failure: float = 10.0
     alive: float = 0.3
@@ -118,6 +122,7 @@ def compute_reward(
         "precision": weights.precision * torch.exp(-((cte / weights.precision_width) ** 2)) * pace,
         "heading": -weights.heading * heading_err.abs(),
         "speed": -weights.speed * speed_err.abs(),
+        "overspeed": -weights.overspeed * speed_err.clamp_min(0.0),
         "smoothness": -weights.smoothness * action_delta,
         "failure": -weights.failure * failed.to(advanced.dtype),
         "alive": torch.full_like(advanced, weights.alive),

@@ -22,9 +22,9 @@ from gym_s3.tracks.surfaces import RectPatch, SurfaceLayout
 #: Distinct weights: a swapped or sign-flipped term cannot give the same reward.
 WEIGHTS = RewardWeights(progress=0.7, cross_track=0.11, heading=0.13, speed=0.17,
                         smoothness=0.19, failure=23.0, alive=0.29, precision=0.31,
-                        precision_width=0.5)  # fmt: skip
+                        precision_width=0.5, overspeed=0.37)  # fmt: skip
 TERMS = ("progress", "cross_track", "heading", "speed", "smoothness", "failure", "alive",
-         "precision")  # fmt: skip
+         "precision", "overspeed")  # fmt: skip
 
 
 def _task(n: int, layout: SurfaceLayout | None = None, **config) -> TrackingTask:
@@ -57,7 +57,8 @@ def _terms(out) -> dict[str, torch.Tensor]:
 def test_each_error_costs_its_own_weight_in_either_direction():
     """Each error costs ``weight * |error|`` in its own term only, whichever its sign.
 
-    Rows: on the line; 1.5 m left; 1.5 m right; 0.3 rad left; 0.3 rad right; 2 m/s fast;
+    Speed above the target also costs ``overspeed`` (the fast row only). Rows: on the line;
+    1.5 m left; 1.5 m right; 0.3 rad left; 0.3 rad right; 2 m/s fast;
     2 m/s slow.
     """
     task = _task(7)
@@ -76,6 +77,7 @@ def test_each_error_costs_its_own_weight_in_either_direction():
         "failure": torch.zeros(7),
         "alive": torch.full((7,), 0.29),
         "precision": 0.31 * torch.exp(-((dy / 0.5) ** 2)) * pace,
+        "overspeed": -0.37 * dv.clamp(min=0.0),  # the fast car only
     }
     for name in TERMS:
         assert torch.allclose(terms[name], expect[name], atol=2e-3), name
