@@ -19,6 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from gym_s3.errors import S3Error
 from policies.checkpoint import resolve_policy
 from policies.evaluate_model import MODEL_ENV
 from policies.restarts import RestartConfig, restart_check
@@ -58,8 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     values = {f.name: getattr(args, f.name) for f in fields(RestartConfig) if f.name in _HELP}
     for name in ("tracks", "surfaces"):
         values[name] = tuple(v.strip() for v in values[name].split(",") if v.strip())
-    config = RestartConfig(**values, fast=not args.reference_physics)
-    loaded = [resolve_policy(name) for name in args.policies]
+    try:
+        config = RestartConfig(**values, fast=not args.reference_physics)
+        loaded = [resolve_policy(name) for name in args.policies]
+    except S3Error as exc:
+        p.error(str(exc))  # names the setting or the policy; exit status 2
     results = restart_check(loaded, config)
     table = Table(title=f"Restarts from standstill, {MODEL_ENV}: share of cars that drove on "
                   f"(stalled) of {config.cars} per policy")  # fmt: skip
