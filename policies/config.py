@@ -170,12 +170,8 @@ class PPOConfig:
             raise ConfigError(f"critic_warmup must be >= 0 [iterations], got {self.critic_warmup}")
         if int(self.action_delay) < 0:
             raise ConfigError(f"action_delay must be >= 0 [steps], got {self.action_delay}")
-        self.task()  # TaskConfig checks the start noise (ranges named in its error)
-        if not 0 <= self.start_from_rest <= 1 or not 0 <= self.friction_noise < 1:
-            raise ConfigError(
-                f"start_from_rest must be in [0, 1] and friction_noise in [0, 1), got "
-                f"{self.start_from_rest}, {self.friction_noise}"
-            )
+        # TaskConfig checks the episode settings: standing starts, start noise, friction noise
+        self.task()
         if self.eval_every and not self.eval_tracks:
             raise ConfigError("eval_every > 0 needs at least one held-out track in eval_tracks")
         if self.eval_every and set(self.eval_tracks) & set(self.tracks):

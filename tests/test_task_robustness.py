@@ -14,6 +14,7 @@ from gym_s3.errors import ConfigError
 from gym_s3.observations import EgoState
 from gym_s3.scenarios import PoolConfig, ScenarioPool
 from gym_s3.task import TaskConfig, TrackingTask
+from gym_s3.tracks.arcs import wrap_angle
 from gym_s3.tracks.layouts import LayoutConfig, LayoutMix, PatchConfig, corner_apexes, sample_layout
 from gym_s3.tracks.registry import cached_track
 from gym_s3.tracks.surfaces import SurfaceLayout
@@ -102,6 +103,12 @@ def test_layout_mix_draws_from_each_option_by_weight():
         LayoutMix(())
 
 
+def _start_offsets(task: TrackingTask, pose) -> tuple[torch.Tensor, torch.Tensor]:
+    """Signed lateral offset [m] and wrapped heading error [rad] of start poses from the line."""
+    offset = task.pool.bank.project(task.pid, torch.stack([pose.x, pose.y], dim=-1))
+    return offset.d, wrap_angle(pose.yaw - offset.heading)
+
+
 def test_recovery_starts_of_the_ppo_recipe_reach_the_task_and_spread_the_start_poses():
     """Recovery starts: ``start_lateral_m=1.5, start_heading_rad=0.2`` reach the task.
 
@@ -114,10 +121,7 @@ def test_recovery_starts_of_the_ppo_recipe_reach_the_task_and_spread_the_start_p
     wide = PPOConfig(start_lateral_m=1.5, start_heading_rad=0.2).task()
     task = _task(wide, n=2000)
     pose = task.reset(torch.ones(2000, dtype=torch.bool), gen)
-    offset = task.pool.bank.project(task.pid, torch.stack([pose.x, pose.y], dim=-1))
-    frenet_d = offset.d.abs()
-    yaw_err = torch.remainder(pose.yaw - offset.heading + torch.pi, 2 * torch.pi) - torch.pi
-    yaw_err = yaw_err.abs()
+    frenet_d, yaw_err = (x.abs() for x in _start_offsets(task, pose))
     assert 1.3 < float(frenet_d.max()) <= 1.5 + 1e-3 and float(frenet_d.mean()) > 0.6
     assert 0.18 < float(yaw_err.max()) <= 0.2 + 1e-6
     narrow = PPOConfig().task()
@@ -131,13 +135,12 @@ def test_restarts_spread_only_the_standing_starts():
     cfg = TaskConfig(start_from_rest=0.5, rest_start_lateral_m=2.0, rest_start_heading_rad=0.8)
     task = _task(cfg, n=2000)
     pose = task.reset(torch.ones(2000, dtype=torch.bool), torch.Generator().manual_seed(3))
-    offset = task.pool.bank.project(task.pid, torch.stack([pose.x, pose.y], dim=-1))
-    yaw_err = torch.remainder(pose.yaw - offset.heading + torch.pi, 2 * torch.pi) - torch.pi
+    lateral, yaw_err = _start_offsets(task, pose)
     rest, moving = pose.speed == 0, pose.speed > 0
     assert 0.4 < float(rest.double().mean()) < 0.6
-    assert 1.8 < float(offset.d[rest].abs().max()) <= 2.0 + 1e-3
+    assert 1.8 < float(lateral[rest].abs().max()) <= 2.0 + 1e-3
     assert 0.75 < float(yaw_err[rest].abs().max()) <= 0.8 + 1e-6
-    assert float(offset.d[moving].abs().max()) <= 0.5 + 1e-3
+    assert float(lateral[moving].abs().max()) <= 0.5 + 1e-3
     assert float(yaw_err[moving].abs().max()) <= 0.05 + 1e-6
     with pytest.raises(ConfigError, match="rest_start_heading_rad"):
         TaskConfig(rest_start_heading_rad=-0.1)
