@@ -50,7 +50,7 @@ def _register_train(subparsers: Any) -> None:
     defaults = PPOConfig()
     #: the type of the options whose default is None (the others take their default's type)
     _OPTIONAL_KINDS = {"time_budget_s": float, "rest_start_lateral_m": float,
-                       "rest_start_heading_rad": float}  # fmt: skip
+                       "rest_start_heading_rad": float, "final_std": float}  # fmt: skip
     helps = {
         "backend": "dynamics backend to train in (bicycle, ddm, trans, dytr)",
         "dynamics_checkpoint": "dynamics checkpoint path (none: the shipped one of the backend)",
@@ -63,6 +63,10 @@ def _register_train(subparsers: Any) -> None:
         "minibatch_size": "frames per gradient step",
         "lr": "Adam learning rate",
         "entropy_coef": "entropy bonus weight",
+        "final_std": "exploration noise at the end of training: the actions' pre-squash "
+        "standard deviation is capped by a bound falling log-linearly from its value at the start "
+        "to this over the run, so the mean action is tuned for noise-free (deterministic) "
+        "driving; none: learned freely [-]",
         "max_episode_steps": "episode length [steps of 50 ms]",
         "pool": "surface distribution of the scenario pool: all_surfaces (every surface, "
         "full-ice/snow laps, ice at corners, asphalt->ice transitions), default (mostly dry) or "

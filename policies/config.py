@@ -47,6 +47,14 @@ class PPOConfig:
         max_grad_norm: gradient-norm clip.
         hidden: hidden layer widths of actor and critic.
         init_log_std: initial log standard deviation of the actions (pre-squash).
+        final_std: the exploration noise at the end of training (``None``: learned freely).
+            The actions' pre-squash standard deviation is capped by a bound that falls
+            log-linearly from the actor's standard deviation at the start of the run to
+            ``final_std`` over ``total_frames``, so the policy's mean is tuned under the noise
+            it is evaluated with (none). A policy trained under wide noise learns the mean
+            action that is right on average over the noise; on snow and ice, where the tyres
+            work near saturation, that mean over-steers when the noise is taken away
+            (deterministic evaluation) and the car cuts every corner [-].
         max_episode_steps: episode length in the distilled env [steps of 50 ms] (30 s).
         reward: weights of the reward terms (:class:`~gym_s3.rewards.RewardWeights`; the env's
             default, except ``precision=0.25`` in the ``ddm`` and ``trans`` presets; single
@@ -117,6 +125,7 @@ class PPOConfig:
     max_grad_norm: float = 1.0
     hidden: tuple[int, ...] = (64, 64)
     init_log_std: float = -0.7
+    final_std: float | None = None
     max_episode_steps: int = 600
     reward: RewardWeights = field(default_factory=RewardWeights)
     tracks: tuple[str, ...] = ("putnam", "procedural:0", "procedural:1", "procedural:2",
@@ -163,6 +172,11 @@ class PPOConfig:
         if self.pool not in POOL_NAMES:
             raise ConfigError(
                 f"unknown training pool {self.pool!r}; valid: {', '.join(POOL_NAMES)}"
+            )
+        if self.final_std is not None and not 0.0 < self.final_std <= 1.0:
+            raise ConfigError(
+                f"final_std must be in (0, 1] (pre-squash standard deviation), got "
+                f"{self.final_std}"
             )
         if not self.obs_noise >= 0:
             raise ConfigError(f"obs_noise must be >= 0, got {self.obs_noise}")

@@ -146,6 +146,11 @@ class ActorNet(nn.Module):
         """Deterministic action ``tanh(loc)`` in ``[-1, 1]`` (evaluation)."""
         return torch.tanh(self.forward(obs)[0])
 
+    @torch.no_grad()
+    def cap_log_std(self, log_cap: Tensor) -> None:
+        """Lower each action's log standard deviation that exceeds ``log_cap`` ``(2,)`` to it."""
+        self.log_std.copy_(torch.minimum(self.log_std, log_cap.to(self.log_std)))
+
 
 class CriticNet(nn.Module):
     """``obs (..., F) -> value (..., 1)``."""

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import Tensor
 
 from gym_s3 import checkpoints, distributed
 from gym_s3._optional import require
@@ -234,6 +235,7 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
     if config.init_policy is not None:
         init_actor_from(actor_net, config.init_policy, obs_mode=config.obs_mode,
                         hidden=config.hidden)  # fmt: skip
+    start_log_std = actor_net.log_std.detach().clone()  # the noise schedule starts here
     rank_frames = ctx.share(config.total_frames)
     collector = Collector(
         env,
@@ -280,7 +282,12 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
                     optim.state.pop(param, None)
             stats = _update(config, data, advantage, loss_fn, optim, ctx, critic_only=warmup)
             update_norm(actor_net.norm, data["observation"], ctx)
+            if config.final_std is not None:
+                done_frac = min(frames / config.total_frames, 1.0)
+                actor_net.cap_log_std(noise_cap(start_log_std, config.final_std, done_frac))
             row = log_row(data, stats, frames, t_start, ctx)
+            row.update({f"std_{name}": float(std) for name, std
+                        in zip(("steer", "accel"), actor_net.log_std.detach().exp())})  # fmt: skip
             eval_now = bool(config.eval_every) and iteration % config.eval_every == 0
             if main and quick_eval is not None and eval_now:
                 row.update({f"eval/{k}": v for k, v in quick_eval(actor_net).items()})
@@ -327,6 +334,17 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
         (out / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     distributed.barrier(ctx)  # every rank returns once rank 0's files exist
     return result
+
+
+def noise_cap(start_log_std: Tensor, final_std: float, done_frac: float) -> Tensor:
+    """Upper bound ``(A,)`` of the actions' log standard deviation after ``done_frac`` of a run.
+
+    Log-linear from ``start_log_std`` (the actor's at the start) to ``log(final_std)``: the
+    noise shrinks by the same factor per frame, so the policy's mean is tuned, by the end, under
+    nearly the (absent) noise of deterministic evaluation (:attr:`PPOConfig.final_std`).
+    """
+    frac = min(max(done_frac, 0.0), 1.0)
+    return start_log_std + (math.log(final_std) - start_log_std) * frac
 
 
 def update_norm(norm: RunningNorm, obs, ctx: DistContext) -> None:
