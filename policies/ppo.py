@@ -286,8 +286,8 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
                 done_frac = min(frames / config.total_frames, 1.0)
                 actor_net.cap_log_std(noise_cap(start_log_std, config.final_std, done_frac))
             row = log_row(data, stats, frames, t_start, ctx)
-            row.update({f"std_{name}": float(std) for name, std
-                        in zip(("steer", "accel"), actor_net.log_std.detach().exp())})  # fmt: skip
+            steer_std, accel_std = actor_net.log_std.detach().exp().tolist()
+            row.update({"std_steer": steer_std, "std_accel": accel_std})
             eval_now = bool(config.eval_every) and iteration % config.eval_every == 0
             if main and quick_eval is not None and eval_now:
                 row.update({f"eval/{k}": v for k, v in quick_eval(actor_net).items()})

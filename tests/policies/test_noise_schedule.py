@@ -51,5 +51,6 @@ def test_final_std_shrinks_the_noise_every_iteration_and_ships_it(tmp_path):
 
 @pytest.mark.parametrize("bad", [0.0, -0.1, 1.5, float("nan")])
 def test_final_std_outside_its_range_is_refused_by_name(bad):
+    """Zero, negative, above one and NaN are refused, naming the setting."""
     with pytest.raises(ConfigError, match="final_std"):
         replace(preset("tiny"), final_std=bad)
