@@ -175,8 +175,7 @@ class PPOConfig:
             )
         if self.final_std is not None and not 0.0 < self.final_std <= 1.0:
             raise ConfigError(
-                f"final_std must be in (0, 1] (pre-squash standard deviation), got "
-                f"{self.final_std}"
+                f"final_std must be in (0, 1] (pre-squash standard deviation), got {self.final_std}"
             )
         if not self.obs_noise >= 0:
             raise ConfigError(f"obs_noise must be >= 0, got {self.obs_noise}")
