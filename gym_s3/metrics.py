@@ -7,12 +7,17 @@ cars ``N`` (any extra leading dimensions broadcast), outputs have the same leadi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 from torch import Tensor
 
 from gym_s3.tracks.path import wrap_angle
+
+
+#: Reference curvature above which a step counts as cornering for ``corner_offset_mean`` [1/m]
+#: (a radius under 300 m; the corner finder of :mod:`gym_s3.tracks.analysis` uses the same).
+CORNER_CURVATURE: float = 1.0 / 300.0
 
 
 def cross_track_error(lateral_offset: Tensor) -> Tensor:
@@ -67,6 +72,23 @@ def completion(distance_travelled: Tensor, route_length: Tensor | float) -> Tens
     return (distance_travelled / route.to(distance_travelled.device)).clamp(0.0, 1.0)
 
 
+def corner_offset(lateral_offset: Tensor, curvature: Tensor) -> tuple[Tensor, Tensor]:
+    """Signed offset towards the inside of the corner, and whether the step is cornering.
+
+    Args:
+        lateral_offset: ``(N,)`` signed Frenet ``d``, + left [m].
+        curvature: ``(N,)`` reference curvature at the projection, + left (CCW) [1/m].
+
+    Returns:
+        ``(offset, cornering)``: ``offset (N,)`` is ``d * sign(curvature)`` [m] (+: inside, the
+        car cuts the corner; -: wide), zero where ``cornering (N,)`` bool is false
+        (``|curvature| <=`` :data:`CORNER_CURVATURE`).
+    """
+    cornering = curvature.abs() > CORNER_CURVATURE
+    offset = torch.where(cornering, lateral_offset * torch.sign(curvature), 0.0)
+    return offset, cornering
+
+
 def off_track(
     lateral_offset: Tensor, width_left: Tensor, width_right: Tensor, margin: float = 0.0
 ) -> Tensor:
@@ -87,6 +109,8 @@ class EpisodeStats:
         smooth_sum: sum of per-step action changes [1].
         progress: distance progressed along the reference [m].
         off_track_steps: steps spent off the road.
+        corner_steps: steps on a corner (reference ``|curvature| >`` :data:`CORNER_CURVATURE`).
+        corner_offset_sum: sum over those steps of the offset towards the corner's inside [m].
     """
 
     steps: Tensor
@@ -97,12 +121,14 @@ class EpisodeStats:
     smooth_sum: Tensor
     progress: Tensor
     off_track_steps: Tensor
+    corner_steps: Tensor
+    corner_offset_sum: Tensor
 
     @staticmethod
     def zeros(n: int, device: torch.device | str = "cpu", dtype=torch.float32) -> EpisodeStats:
         """Fresh statistics for ``n`` cars."""
         z = torch.zeros(n, device=device, dtype=dtype)
-        return EpisodeStats(*(z.clone() for _ in range(8)))
+        return EpisodeStats(*(z.clone() for _ in fields(EpisodeStats)))
 
     def update(
         self,
@@ -113,8 +139,13 @@ class EpisodeStats:
         action_delta: Tensor,
         advanced: Tensor,
         is_off_track: Tensor,
+        curvature: Tensor | None = None,
     ) -> None:
-        """Add one step of every car (in place, no host synchronisation)."""
+        """Add one step of every car (in place, no host synchronisation).
+
+        ``curvature`` ``(N,)`` is the reference's at each car's projection [1/m]; without it the
+        step counts as straight for ``corner_offset_mean``.
+        """
         cte = cross_track_error(lateral_offset).to(self.cte_sum.dtype)
         self.steps += 1
         self.cte_sum += cte
@@ -124,6 +155,10 @@ class EpisodeStats:
         self.smooth_sum += action_delta.to(self.cte_sum.dtype)
         self.progress += advanced.to(self.cte_sum.dtype)
         self.off_track_steps += is_off_track.to(self.cte_sum.dtype)
+        if curvature is not None:
+            offset, cornering = corner_offset(lateral_offset, curvature)
+            self.corner_offset_sum += offset.to(self.cte_sum.dtype)
+            self.corner_steps += cornering.to(self.cte_sum.dtype)
 
     def reset(self, mask: Tensor) -> None:
         """Zero the statistics of the cars where ``mask`` ``(N,)`` is true (in place)."""
@@ -132,7 +167,12 @@ class EpisodeStats:
             getattr(self, name).mul_(keep)
 
     def summary(self) -> dict[str, Tensor]:
-        """Per-car episode metrics ``(N,)``: means over steps, maxima and totals."""
+        """Per-car episode metrics ``(N,)``: means over steps, maxima and totals.
+
+        ``corner_offset_mean`` is the mean offset towards the inside over the cornering steps
+        [m] (+: cuts corners, -: runs wide; 0 without a corner): a policy whose mean action
+        is biased sits on one side of every corner, which ``cte_mean`` cannot tell from weaving.
+        """
         steps = self.steps.clamp(min=1)
         return {
             "cte_mean": self.cte_sum / steps,
@@ -143,4 +183,5 @@ class EpisodeStats:
             "progress": self.progress.clone(),
             "off_track_steps": self.off_track_steps.clone(),
             "steps": self.steps.clone(),
+            "corner_offset_mean": self.corner_offset_sum / self.corner_steps.clamp(min=1),
         }

@@ -412,6 +412,7 @@ class TrackingTask:
             action_delta=delta,
             advanced=advanced,
             is_off_track=off,
+            curvature=fr.curvature,
         )
         self.prev_action = action
         obs = self._observe(ego, fr, v_ref, wheel_mu if cfg.obs_mode == "oracle" else None)

@@ -33,6 +33,7 @@ METRICS: dict[str, str] = {
     "completion": "1",
     "off_track_steps": "steps",
     "steps": "steps",
+    "corner_offset_mean": "m",
 }
 
 

@@ -61,6 +61,31 @@ def test_episode_stats_accumulate_and_reset_per_car():
     assert st.summary()["progress"].tolist() == [0.0, 4.0]
 
 
+def test_corner_offset_is_positive_inside_negative_wide_and_skips_straights():
+    """Left of the line in a left corner is inside (+), left in a right corner is wide (-).
+
+    Car 0 sits 0.1 m left through a left corner, then 0.3 m right on a straight (not counted);
+    car 1 sits 0.2 m left through a right corner: 0.1 m inside and 0.2 m wide.
+    """
+    st = metrics.EpisodeStats.zeros(2)
+    for d, kappa in (([0.1, 0.2], [0.02, -0.01]), ([-0.3, 0.2], [0.0, -0.01])):
+        st.update(
+            lateral_offset=torch.tensor(d),
+            heading_err=torch.zeros(2),
+            speed_err=torch.zeros(2),
+            action_delta=torch.zeros(2),
+            advanced=torch.ones(2),
+            is_off_track=torch.zeros(2, dtype=torch.bool),
+            curvature=torch.tensor(kappa),
+        )
+    assert st.summary()["corner_offset_mean"].tolist() == pytest.approx([0.1, -0.2])
+    assert st.corner_steps.tolist() == [1.0, 2.0]
+    gentle = metrics.corner_offset(
+        torch.tensor([0.5]), torch.tensor([0.5 * metrics.CORNER_CURVATURE])
+    )
+    assert gentle[0].item() == 0.0 and not gentle[1].item()  # a 600 m radius is a straight
+
+
 def test_reward_terms_sum_to_reward_and_signs():
     """Terms sum to the reward; progress is paid, errors cost, failure costs once."""
     w = RewardWeights()
