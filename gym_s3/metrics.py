@@ -14,7 +14,6 @@ from torch import Tensor
 
 from gym_s3.tracks.path import wrap_angle
 
-
 #: Reference curvature above which a step counts as cornering for ``corner_offset_mean`` [1/m]
 #: (a radius under 300 m; the corner finder of :mod:`gym_s3.tracks.analysis` uses the same).
 CORNER_CURVATURE: float = 1.0 / 300.0
