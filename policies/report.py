@@ -66,15 +66,23 @@ RATIO_COLUMNS: dict[str, str] = {"cte_mean": "cte mean / expert", "cte_max": "ct
                                  "lap_time": "lap time / expert"}  # fmt: skip
 
 
+def _metric(metrics: dict[str, float], name: str) -> str:
+    """A metric as table text: steps as counts, the rest to the millimetre.
+
+    ``-`` when absent: results saved before the metric existed still load into a table.
+    """
+    if name not in metrics:
+        return "-"
+    return f"{metrics[name]:.0f}" if "steps" in name else f"{metrics[name]:.3f}"
+
+
 def markdown_table(results: Sequence[RunResult]) -> str:
     """The metric table of the runs as Markdown (one row per run)."""
     cols = ["condition", "driver", "end", *(f"{m} [{u}]" for m, u in METRICS.items()),
             *RATIO_COLUMNS.values()]  # fmt: skip
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in results:
-        vals = [
-            f"{r.metrics[m]:.3f}" if "steps" not in m else f"{r.metrics[m]:.0f}" for m in METRICS
-        ]
+        vals = [_metric(r.metrics, m) for m in METRICS]
         ratios = [_ratio(r, k) for k in RATIO_COLUMNS]
         lines.append("| " + " | ".join([r.describe(), r.driver, r.terminated_by, *vals,
                                          *ratios]) + " |")  # fmt: skip
@@ -89,7 +97,8 @@ def print_table(results: Sequence[RunResult], title: str) -> None:
 
     table = Table(title=title, caption=", ".join(sorted({r.env for r in results})))
     for col in ("condition", "driver", "end", "completion", "cte mean [m]", "cte max [m]",
-                "heading [rad]", "speed err [m/s]", "smoothness", "off-track [steps]",
+                "corner offset [m]", "heading [rad]", "speed err [m/s]", "smoothness",
+                "off-track [steps]",
                 "time [s]", *RATIO_COLUMNS.values()):  # fmt: skip
         table.add_column(escape(col), justify="right", no_wrap=True)  # "[m]" is not markup
     for r in results:
@@ -101,6 +110,7 @@ def print_table(results: Sequence[RunResult], title: str) -> None:
             f"{m['completion']:.2f}",
             f"{m['cte_mean']:.2f}",
             f"{m['cte_max']:.2f}",
+            f"{m['corner_offset_mean']:+.2f}" if "corner_offset_mean" in m else "-",
             f"{m['heading_error_mean']:.3f}",
             f"{m['speed_error_mean']:.2f}",
             f"{m['action_smoothness']:.4f}",

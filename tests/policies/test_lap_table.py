@@ -107,3 +107,20 @@ def test_lap_plots_break_the_line_where_the_arc_length_wraps():
     assert not np.isnan(kept["s"]).any()
     empty = lap_traces(RunResult("x", {}, {}, "off_track", np.zeros((0, 2)), *[np.zeros(0)] * 4))
     assert all(v.shape == (0,) for v in empty.values())
+
+
+def test_results_saved_before_a_metric_existed_still_make_a_table():
+    """A run without ``corner_offset_mean`` (older results.json) shows ``-`` in its column."""
+    from policies.evaluate import METRICS, RunResult
+    from policies.report import markdown_table
+
+    old = {k: 1.0 for k in METRICS if k != "corner_offset_mean"}
+    new = {**old, "corner_offset_mean": 0.25}
+    empty = np.zeros(0)
+    arrays = dict(trajectory=np.zeros((0, 2)), cte=empty, s=empty, speed=empty, target=empty)
+    runs = [RunResult(env="S3BeamNG-v0", driver=d, condition={"surface": "snow"}, metrics=m,
+                      terminated_by="completed", **arrays)
+            for d, m in (("old", old), ("new", new))]  # fmt: skip
+    rows = markdown_table(runs).splitlines()[2:]
+    column = list(METRICS).index("corner_offset_mean") + 3
+    assert [row.split(" | ")[column].strip(" |") for row in rows] == ["-", "0.250"]
