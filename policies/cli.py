@@ -100,6 +100,9 @@ def _register_train(subparsers: Any) -> None:
             kind = int
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None,
                        help=f"{text}; {preset_values(PRESETS, name)}")  # fmt: skip
+    p.add_argument("--hidden", nargs="+", type=int, default=None, metavar="WIDTH",
+                   help="hidden layer widths of the actor and the critic, e.g. '128 128'; "
+                   + preset_values(PRESETS, "hidden"))  # fmt: skip
     p.add_argument("--logs", nargs="+", default=None, metavar="PATH",
                    help="driving logs (dataset folders or episode files) whose expert "
                    "trajectories join the scenario pool; "
@@ -196,8 +199,9 @@ def _run_train(args: argparse.Namespace) -> int:
     use_threads(args.threads)
     overrides = {k: v for k, v in vars(args).items()
                  if k in preset(args.preset).__dataclass_fields__ and v is not None}  # fmt: skip
-    if "logs" in overrides:
-        overrides["logs"] = tuple(overrides["logs"])
+    for name in ("logs", "hidden"):
+        if name in overrides:
+            overrides[name] = tuple(overrides[name])
     if "reward" in overrides:
         overrides["reward"] = parse_reward(overrides["reward"], preset(args.preset).reward)
     config = preset(args.preset, **overrides)

@@ -177,6 +177,8 @@ class PPOConfig:
             raise ConfigError(
                 f"final_std must be in (0, 1] (pre-squash standard deviation), got {self.final_std}"
             )
+        if not self.hidden or any(int(width) < 1 for width in self.hidden):
+            raise ConfigError(f"hidden must list layer widths >= 1, got {self.hidden!r}")
         if not self.obs_noise >= 0:
             raise ConfigError(f"obs_noise must be >= 0, got {self.obs_noise}")
         if int(self.critic_warmup) < 0:

@@ -96,3 +96,25 @@ def test_eval_tracks_must_be_held_out():
     with pytest.raises(ConfigError, match=r"held out.*putnam"):
         preset("tiny", eval_tracks=("putnam",))
     assert preset("tiny", eval_tracks=("putnam",), eval_every=0).eval_every == 0
+
+
+def test_train_cli_sets_the_network_widths_and_final_std(tmp_path, capsys):
+    """``--hidden 16 8 --final-std 0.1`` reach the run; ``--hidden 0`` is refused by name.
+
+    The saved policy has those layers and that exploration noise.
+    """
+    from policies.checkpoint import load_policy
+
+    with one_torch_thread():
+        assert main(["train", "--out", str(tmp_path), *QUICK, "--hidden", "16", "8",
+                     "--final-std", "0.1"]) == 0  # fmt: skip
+    policy = load_policy(tmp_path / "policy_final.json")
+    assert policy.meta["hidden"] == [16, 8]
+    assert [tuple(w.shape) for w in policy.actor.body.parameters() if w.ndim == 2][:2] == [
+        (16, 38),
+        (8, 16),
+    ]
+    assert torch.allclose(policy.actor.log_std.exp(), torch.tensor([0.1, 0.1]), rtol=1e-4)
+    with one_torch_thread():
+        assert main(["train", "--out", str(tmp_path / "bad"), *QUICK, "--hidden", "0"]) == 2
+    assert "hidden must list layer widths >= 1" in capsys.readouterr().err
