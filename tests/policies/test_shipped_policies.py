@@ -28,6 +28,7 @@ def test_shipped_policy_is_small_loadable_and_made_by_its_preset(name):
     assert policy.backend == cfg.backend and policy.obs_mode == cfg.obs_mode
     training = policy.meta["training"]
     assert training["total_frames"] == cfg.total_frames and training["seed"] == cfg.seed
+    assert training["epochs"] == cfg.epochs and tuple(training["hidden"]) == cfg.hidden
     if "reward" in training:  # the 24 M bicycle baseline predates saving the weights
         # terms added after a policy was trained take their default (off) weight
         shipped = RewardWeights.from_dict(training["reward"])
