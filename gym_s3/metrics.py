@@ -12,11 +12,8 @@ from dataclasses import dataclass, fields
 import torch
 from torch import Tensor
 
+from gym_s3.tracks.analysis import CORNER_CURVATURE
 from gym_s3.tracks.path import wrap_angle
-
-#: Reference curvature above which a step counts as cornering for ``corner_offset_mean`` [1/m]
-#: (a radius under 300 m; the corner finder of :mod:`gym_s3.tracks.analysis` uses the same).
-CORNER_CURVATURE: float = 1.0 / 300.0
 
 
 def cross_track_error(lateral_offset: Tensor) -> Tensor:

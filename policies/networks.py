@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from policies.config import LOG_STD_RANGE
+
 
 class RunningNorm(nn.Module):
     """Running mean/variance of observations, ``(x - mean) / sqrt(var + eps)`` clipped to ±clip.
@@ -139,7 +141,7 @@ class ActorNet(nn.Module):
     def forward(self, obs: Tensor) -> tuple[Tensor, Tensor]:
         """Pre-squash mean and scale."""
         loc = self.body(self.norm(obs))
-        scale = torch.exp(self.log_std.clamp(-5.0, 1.0)).expand_as(loc)
+        scale = torch.exp(self.log_std.clamp(*LOG_STD_RANGE)).expand_as(loc)
         return loc, scale
 
     def act(self, obs: Tensor) -> Tensor:

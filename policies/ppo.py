@@ -282,7 +282,7 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
                     optim.state.pop(param, None)
             stats = _update(config, data, advantage, loss_fn, optim, ctx, critic_only=warmup)
             update_norm(actor_net.norm, data["observation"], ctx)
-            if config.final_std is not None:
+            if config.final_std is not None and not warmup:  # the actor stays as loaded
                 done_frac = min(frames / config.total_frames, 1.0)
                 actor_net.cap_log_std(noise_cap(start_log_std, config.final_std, done_frac))
             row = log_row(data, stats, frames, t_start, ctx)
@@ -341,7 +341,9 @@ def noise_cap(start_log_std: Tensor, final_std: float, done_frac: float) -> Tens
 
     Log-linear from ``start_log_std`` (the actor's at the start) to ``log(final_std)``: the
     noise shrinks by the same factor per frame, so the policy's mean is tuned, by the end, under
-    nearly the (absent) noise of deterministic evaluation (:attr:`PPOConfig.final_std`).
+    nearly the (absent) noise of deterministic evaluation (:attr:`PPOConfig.final_std`). Where
+    ``final_std`` is above the start value the bound rises and caps nothing the learned noise
+    would not reach anyway.
     """
     frac = min(max(done_frac, 0.0), 1.0)
     return start_log_std + (math.log(final_std) - start_log_std) * frac

@@ -73,7 +73,9 @@ def _metric(metrics: dict[str, float], name: str) -> str:
     """
     if name not in metrics:
         return "-"
-    return f"{metrics[name]:.0f}" if "steps" in name else f"{metrics[name]:.3f}"
+    if "steps" in name:
+        return f"{metrics[name]:.0f}"
+    return f"{metrics[name]:+.3f}" if name == "corner_offset_mean" else f"{metrics[name]:.3f}"
 
 
 def markdown_table(results: Sequence[RunResult]) -> str:

@@ -15,6 +15,10 @@ import torch
 
 from gym_s3.tracks.path import PathFeature, ReferencePath
 
+#: Curvature above which a path is cornering [1/m] (a radius under 300 m); the episode metric
+#: ``corner_offset_mean`` (:mod:`gym_s3.metrics`) counts its corner steps by the same bound.
+CORNER_CURVATURE: float = 1.0 / 300.0
+
 
 def _runs(mask: np.ndarray, closed: bool) -> list[tuple[int, int]]:
     """``(start, stop)`` index runs (stop exclusive, may exceed M on loops) where mask is True."""
@@ -33,7 +37,7 @@ def _runs(mask: np.ndarray, closed: bool) -> list[tuple[int, int]]:
 def detect_corners(
     path: ReferencePath,
     *,
-    kappa_threshold: float = 1.0 / 300.0,
+    kappa_threshold: float = CORNER_CURVATURE,
     min_angle_deg: float = 15.0,
     smoothing_m: float = 5.0,
 ) -> tuple[PathFeature, ...]:

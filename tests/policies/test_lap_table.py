@@ -123,4 +123,4 @@ def test_results_saved_before_a_metric_existed_still_make_a_table():
             for d, m in (("old", old), ("new", new))]  # fmt: skip
     rows = markdown_table(runs).splitlines()[2:]
     column = list(METRICS).index("corner_offset_mean") + 3
-    assert [row.split(" | ")[column].strip(" |") for row in rows] == ["-", "0.250"]
+    assert [row.split(" | ")[column].strip(" |") for row in rows] == ["-", "+0.250"]

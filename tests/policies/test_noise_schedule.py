@@ -42,15 +42,17 @@ def test_final_std_shrinks_the_noise_every_iteration_and_ships_it(tmp_path):
     assert n >= 4
     for i, row in enumerate(capped.history, start=1):
         cap = math.exp(math.log(start) + (math.log(0.02) - math.log(start)) * min(i / n, 1.0))
-        assert row["std_steer"] <= cap * (1 + 1e-5) and row["std_accel"] <= cap * (1 + 1e-5)
+        # a few gradient steps barely move the noise (control run), so the cap binds each time
+        assert row["std_steer"] == pytest.approx(cap, rel=1e-4), i
+        assert row["std_accel"] == pytest.approx(cap, rel=1e-4), i
     assert capped.history[-1]["std_steer"] == pytest.approx(0.02, rel=1e-4)
     saved = load_policy(capped.checkpoint).actor.log_std.exp()
     assert torch.allclose(saved, torch.tensor([0.02, 0.02]), rtol=1e-4)
     assert min(row["std_steer"] for row in free.history) > 0.4
 
 
-@pytest.mark.parametrize("bad", [0.0, -0.1, 1.5, float("nan")])
+@pytest.mark.parametrize("bad", [0.0, -0.1, 0.005, 1.5, float("nan")])
 def test_final_std_outside_its_range_is_refused_by_name(bad):
-    """Zero, negative, above one and NaN are refused, naming the setting."""
+    """Zero, negative, below the actor's clamp (exp(-5)), above one and NaN are refused."""
     with pytest.raises(ConfigError, match="final_std"):
         replace(preset("tiny"), final_std=bad)
