@@ -135,12 +135,12 @@ class EpisodeStats:
         action_delta: Tensor,
         advanced: Tensor,
         is_off_track: Tensor,
-        curvature: Tensor | None = None,
+        curvature: Tensor,
     ) -> None:
         """Add one step of every car (in place, no host synchronisation).
 
-        ``curvature`` ``(N,)`` is the reference's at each car's projection [1/m]; without it the
-        step counts as straight for ``corner_offset_mean``.
+        ``curvature`` ``(N,)`` is the reference's at each car's projection [1/m] (it decides
+        which steps count for ``corner_offset_mean``).
         """
         cte = cross_track_error(lateral_offset).to(self.cte_sum.dtype)
         self.steps += 1
@@ -151,10 +151,9 @@ class EpisodeStats:
         self.smooth_sum += action_delta.to(self.cte_sum.dtype)
         self.progress += advanced.to(self.cte_sum.dtype)
         self.off_track_steps += is_off_track.to(self.cte_sum.dtype)
-        if curvature is not None:
-            offset, cornering = corner_offset(lateral_offset, curvature)
-            self.corner_offset_sum += offset.to(self.cte_sum.dtype)
-            self.corner_steps += cornering.to(self.cte_sum.dtype)
+        offset, cornering = corner_offset(lateral_offset, curvature)
+        self.corner_offset_sum += offset.to(self.cte_sum.dtype)
+        self.corner_steps += cornering.to(self.cte_sum.dtype)
 
     def reset(self, mask: Tensor) -> None:
         """Zero the statistics of the cars where ``mask`` ``(N,)`` is true (in place)."""

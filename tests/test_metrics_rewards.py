@@ -52,6 +52,7 @@ def test_episode_stats_accumulate_and_reset_per_car():
             action_delta=torch.zeros(2),
             advanced=torch.full((2,), 2.0),
             is_off_track=torch.tensor([False, True]),
+            curvature=torch.zeros(2),
         )
     s = st.summary()
     assert s["cte_mean"].tolist() == pytest.approx([2.0, 1.25])
