@@ -66,7 +66,7 @@ RATIO_COLUMNS: dict[str, str] = {"cte_mean": "cte mean / expert", "cte_max": "ct
                                  "lap_time": "lap time / expert"}  # fmt: skip
 
 
-def _metric(metrics: dict[str, float], name: str) -> str:
+def metric_text(metrics: dict[str, float], name: str) -> str:
     """A metric as table text: steps as counts, the rest to the millimetre.
 
     ``-`` when absent: results saved before the metric existed still load into a table.
@@ -84,7 +84,7 @@ def markdown_table(results: Sequence[RunResult]) -> str:
             *RATIO_COLUMNS.values()]  # fmt: skip
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in results:
-        vals = [_metric(r.metrics, m) for m in METRICS]
+        vals = [metric_text(r.metrics, m) for m in METRICS]
         ratios = [_ratio(r, k) for k in RATIO_COLUMNS]
         lines.append("| " + " | ".join([r.describe(), r.driver, r.terminated_by, *vals,
                                          *ratios]) + " |")  # fmt: skip

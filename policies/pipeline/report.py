@@ -10,6 +10,7 @@ from typing import Any
 from policies.evaluate import describe_condition
 from policies.pipeline.config import PipelineConfig
 from policies.pipeline.stages import StageOutcome
+from policies.report import metric_text
 from policies.scorecard import build_scorecard, scorecard_markdown
 
 
@@ -43,9 +44,10 @@ def _per_surface_table(report: Mapping[str, Any], horizon: str = "20") -> str:
 
 def _policy_table(results: Mapping[str, str]) -> str:
     """One row per evaluation run; patch runs identical to the lap without patches are marked."""
-    lines = ["| policy | condition | end | completion | cte mean [m] | cte max [m] | heading [rad] "
-             "| speed err [m/s] | smoothness | off-track [steps] |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = ["| policy | condition | end | completion | cte mean [m] | cte max [m] "
+             "| corner offset [m] | heading [rad] | speed err [m/s] | smoothness "
+             "| off-track [steps] |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     unreached = 0
     for name, path in results.items():
         runs = _read(path)["runs"]
@@ -63,7 +65,8 @@ def _policy_table(results: Mapping[str, str]) -> str:
             who = name if run.get("driver", "policy") == "policy" else f"{run['driver']} ({name})"
             lines.append(
                 f"| {who} | {cond} | {run['terminated_by']} | {m['completion']:.2f} | "
-                f"{m['cte_mean']:.2f} | {m['cte_max']:.2f} | {m['heading_error_mean']:.3f} | "
+                f"{m['cte_mean']:.2f} | {m['cte_max']:.2f} | "
+                f"{metric_text(m, 'corner_offset_mean')} | {m['heading_error_mean']:.3f} | "
                 f"{m['speed_error_mean']:.2f} | {m['action_smoothness']:.4f} | "
                 f"{m['off_track_steps']:.0f} |"
             )

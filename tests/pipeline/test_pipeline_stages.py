@@ -151,8 +151,12 @@ def test_report_marks_unreached_patches_captions_figures_and_renders_markdown(tm
         return {"condition": cond, "metrics": metrics, "terminated_by": "max_steps"}
 
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"runs": [run(0, 0.32), run(4, 0.32, 0), run(4, 0.25, 1)]}))
+    cornering = run(4, 0.25, 1)
+    cornering["metrics"]["corner_offset_mean"] = 0.042
+    path.write_text(json.dumps({"runs": [run(0, 0.32), run(4, 0.32, 0), cornering]}))
     table = _policy_table({"ddm": str(path)})
+    # the signed corner offset where the run has it, "-" in results saved before the metric
+    assert "| 1.00 | +0.042 | 0.010 |" in table and "| 1.00 | - | 0.010 |" in table
     assert table.count("(no patch reached)") == 1 and "1 run(s) with ice patches" in table
     assert "asphalt +4 ice (seed 1) |" in table
     caption = figure_caption("evaluate/ddm/errors_asphalt_p4_s1.png")
