@@ -63,6 +63,9 @@ def _register_train(subparsers: Any) -> None:
         "minibatch_size": "frames per gradient step",
         "lr": "Adam learning rate",
         "entropy_coef": "entropy bonus weight",
+        "privileged_critic": "1: the critic also sees the friction under each wheel and the "
+        "actor (the saved policy) does not, an asymmetric actor-critic (with --obs-mode "
+        "default); 0: the critic sees what the actor sees",
         "final_std": "exploration noise at the end of training: the actions' pre-squash "
         "standard deviation is capped by a bound falling log-linearly from its value at the start "
         "to this over the run, so the mean action is tuned for noise-free (deterministic) "
@@ -97,7 +100,7 @@ def _register_train(subparsers: Any) -> None:
         default = getattr(defaults, name)
         kind = type(default) if default is not None else _OPTIONAL_KINDS.get(name, str)
         if kind is bool:
-            kind = int
+            kind = _switch
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None,
                        help=f"{text}; {preset_values(PRESETS, name)}")  # fmt: skip
     p.add_argument("--hidden", nargs="+", type=int, default=None, metavar="WIDTH",
@@ -134,6 +137,16 @@ def _register_train(subparsers: Any) -> None:
         "job stops with an error; if omitted: $S3_DIST_TIMEOUT_S, else 300 [s]",
     )
     p.set_defaults(func=_run_train)
+
+
+def _switch(text: str) -> bool:
+    """A command-line switch value: ``1``/``true``/``yes`` or ``0``/``false``/``no``."""
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected 1 or 0 (true or false), got {text!r}")
 
 
 def parse_reward(items: list[str], base: RewardWeights | None = None) -> RewardWeights:

@@ -53,6 +53,11 @@ class PPOConfig:
         max_grad_norm: gradient-norm clip.
         hidden: hidden layer widths of actor and critic.
         init_log_std: initial log standard deviation of the actions (pre-squash).
+        privileged_critic: the critic also sees the friction under each wheel (the ``oracle``
+            features) while the actor, and so the saved policy, sees only ``obs_mode``
+            (``default``): an asymmetric actor-critic. The friction is the hidden state a
+            default policy must act without; a critic that knows it predicts the return of ice
+            and asphalt apart and gives the actor less noisy advantages there.
         final_std: the exploration noise at the end of training (``None``: learned freely).
             The actions' pre-squash standard deviation is capped by a bound that moves
             log-linearly from the actor's standard deviation at the start of the run to
@@ -133,6 +138,7 @@ class PPOConfig:
     max_grad_norm: float = 1.0
     hidden: tuple[int, ...] = (64, 64)
     init_log_std: float = -0.7
+    privileged_critic: bool = False
     final_std: float | None = None
     max_episode_steps: int = 600
     reward: RewardWeights = field(default_factory=RewardWeights)
@@ -175,6 +181,12 @@ class PPOConfig:
             )
         if self.obs_mode not in ("default", "oracle"):
             raise ConfigError(f"obs_mode must be 'default' or 'oracle', got {self.obs_mode!r}")
+        if self.privileged_critic and self.obs_mode != "default":
+            raise ConfigError(
+                "privileged_critic gives the critic the friction under the wheels that the "
+                f"actor does not see; with obs_mode {self.obs_mode!r} the actor sees it already. "
+                "Use obs_mode='default' or privileged_critic=False"
+            )
         if self.logger not in ("csv", "tensorboard"):
             raise ConfigError(f"logger must be 'csv' or 'tensorboard', got {self.logger!r}")
         if self.pool not in POOL_NAMES:
@@ -209,6 +221,11 @@ class PPOConfig:
             raise ConfigError(f"time_budget_s must be positive, got {self.time_budget_s}")
 
     @property
+    def env_obs_mode(self) -> str:
+        """Observation mode of the training env (``oracle`` with a privileged critic)."""
+        return "oracle" if self.privileged_critic else self.obs_mode
+
+    @property
     def frames_per_batch(self) -> int:
         """Frames collected per iteration."""
         return self.num_envs * self.rollout_steps
@@ -217,7 +234,7 @@ class PPOConfig:
         """The tracking task (:class:`~gym_s3.task.TaskConfig`): length, starts, friction noise."""
         from gym_s3.task_config import TaskConfig
 
-        return TaskConfig(obs_mode=self.obs_mode, max_episode_steps=self.max_episode_steps,
+        return TaskConfig(obs_mode=self.env_obs_mode, max_episode_steps=self.max_episode_steps,
                           reward=self.reward, start_from_rest=self.start_from_rest,
                           start_lateral_m=self.start_lateral_m,
                           start_heading_rad=self.start_heading_rad,

@@ -121,11 +121,15 @@ def mlp(
 
 
 class ActorNet(nn.Module):
-    """``obs (..., F) -> (loc (..., 2), scale (..., 2))`` of a TanhNormal policy.
+    """``obs (..., F') -> (loc (..., 2), scale (..., 2))`` of a TanhNormal policy.
+
+    The actor reads the first ``obs_size`` features of its input and ignores any after them: a
+    privileged critic's observation (``PPOConfig.privileged_critic``) is the actor's with the
+    friction under the wheels appended (:mod:`gym_s3.spec`), so one batch feeds both.
 
     Args:
-        norm: the shared observation normaliser.
-        obs_size: F.
+        norm: the observation normaliser of the actor's ``obs_size`` features.
+        obs_size: F, the features the actor reads (``F' >= F``).
         hidden: hidden layer widths.
         action_size: action dimension (2).
         init_log_std: initial log standard deviation of the pre-squash Gaussian.
@@ -135,12 +139,13 @@ class ActorNet(nn.Module):
                  action_size: int = 2, init_log_std: float = -0.5) -> None:  # fmt: skip
         super().__init__()
         self.norm = norm
+        self.obs_size = int(obs_size)
         self.body = mlp([obs_size, *hidden, action_size], out_gain=0.01)
         self.log_std = nn.Parameter(torch.full((action_size,), float(init_log_std)))
 
     def forward(self, obs: Tensor) -> tuple[Tensor, Tensor]:
         """Pre-squash mean and scale."""
-        loc = self.body(self.norm(obs))
+        loc = self.body(self.norm(obs[..., : self.obs_size]))
         scale = torch.exp(self.log_std.clamp(*LOG_STD_RANGE)).expand_as(loc)
         return loc, scale
 

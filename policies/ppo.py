@@ -88,7 +88,7 @@ def make_train_env(config: PPOConfig):
     if config.obs_noise > 0:
         from policies.robustness import ObservationNoise
 
-        transforms.append(ObservationNoise(config.obs_noise, config.obs_mode, config.seed))
+        transforms.append(ObservationNoise(config.obs_noise, config.env_obs_mode, config.seed))
     if config.action_delay > 0:
         from policies.robustness import ActionDelay
 
@@ -111,7 +111,9 @@ def build_modules(config: PPOConfig):
     obs_size = observation_size(config.obs_mode)
     norm = RunningNorm(obs_size)
     actor_net = ActorNet(norm, obs_size, config.hidden, init_log_std=config.init_log_std)
-    critic_net = CriticNet(norm, obs_size, config.hidden)
+    critic_size = observation_size(config.env_obs_mode)
+    critic_norm = norm if critic_size == obs_size else RunningNorm(critic_size)
+    critic_net = CriticNet(critic_norm, critic_size, config.hidden)
     actor, critic = _actor_module(actor_net), _critic_module(critic_net)
     return actor_net, critic_net, actor.to(config.device), critic.to(config.device)
 
@@ -281,7 +283,7 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
                 for param in actor_net.parameters():  # fresh Adam moments: no jolt at hand-over
                     optim.state.pop(param, None)
             stats = _update(config, data, advantage, loss_fn, optim, ctx, critic_only=warmup)
-            update_norm(actor_net.norm, data["observation"], ctx)
+            update_norms(actor_net, critic_net, data["observation"], ctx)
             if config.final_std is not None and not warmup:  # the actor stays as loaded
                 done_frac = min(frames / config.total_frames, 1.0)
                 actor_net.cap_log_std(noise_cap(start_log_std, config.final_std, done_frac))
@@ -347,6 +349,17 @@ def noise_cap(start_log_std: Tensor, final_std: float, done_frac: float) -> Tens
     """
     frac = min(max(done_frac, 0.0), 1.0)
     return start_log_std + (math.log(final_std) - start_log_std) * frac
+
+
+def update_norms(actor_net: ActorNet, critic_net: CriticNet, obs, ctx: DistContext) -> None:
+    """Merge a batch ``(..., F')`` into the actor's normaliser and, if it has its own, the critic's.
+
+    The actor's normaliser sees its ``obs_size`` leading features; a privileged critic's
+    (``PPOConfig.privileged_critic``) sees them all.
+    """
+    update_norm(actor_net.norm, obs[..., : actor_net.obs_size], ctx)
+    if critic_net.norm is not actor_net.norm:
+        update_norm(critic_net.norm, obs, ctx)
 
 
 def update_norm(norm: RunningNorm, obs, ctx: DistContext) -> None:
