@@ -102,6 +102,7 @@ def _register_train(subparsers: Any) -> None:
         if kind is bool:
             kind = _switch
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None,
+                       metavar="{0,1}" if kind is _switch else None,
                        help=f"{text}; {preset_values(PRESETS, name)}")  # fmt: skip
     p.add_argument("--hidden", nargs="+", type=int, default=None, metavar="WIDTH",
                    help="hidden layer widths of the actor and the critic, e.g. '128 128'; "
