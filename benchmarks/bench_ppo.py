@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
                      eval_every=0, checkpoint_every=0, logger="csv")  # fmt: skip
         env = bench_one(cfg.backend, args.num_envs, compiled=False, device=args.device,
                         repeats=args.repeats, warmup=3, tracks=cfg.tracks, forward=False,
-                        obs_mode=cfg.obs_mode, layouts_per_track=cfg.layouts_per_track,
+                        obs_mode=cfg.env_obs_mode, layouts_per_track=cfg.layouts_per_track,
                         max_episode_steps=cfg.max_episode_steps,
                         scenarios=cfg.scenarios)  # fmt: skip
         env_fps = args.num_envs / env.step_s

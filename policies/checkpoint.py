@@ -92,7 +92,8 @@ def init_actor_from(
     """Load the actor and observation normaliser of the policy at ``path`` into ``actor``.
 
     The start of a fine-tune (``PPOConfig.init_policy``): the normaliser is shared with the
-    critic, so a fresh critic sees the same scaling.
+    critic, so a fresh critic sees the same scaling (a privileged critic's own normaliser starts
+    empty and learns the scaling from the first batch on).
 
     Raises:
         ConfigError: the checkpoint's observation mode or hidden widths differ from the run's.

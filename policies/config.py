@@ -57,7 +57,8 @@ class PPOConfig:
             features) while the actor, and so the saved policy, sees only ``obs_mode``
             (``default``): an asymmetric actor-critic. The friction is the hidden state a
             default policy must act without; a critic that knows it predicts the return of ice
-            and asphalt apart and gives the actor less noisy advantages there.
+            and asphalt apart and gives the actor less noisy advantages there. With
+            ``obs_noise`` the critic's friction features are noisy too.
         final_std: the exploration noise at the end of training (``None``: learned freely).
             The actions' pre-squash standard deviation is capped by a bound that moves
             log-linearly from the actor's standard deviation at the start of the run to

@@ -2,9 +2,9 @@
 
 The actor outputs the pre-squash mean and a state-independent scale of a ``TanhNormal`` over the
 action box ``[-1, 1]^2``; its deterministic action is ``tanh(loc)``. The normaliser is shared by
-actor and critic, updated from collected batches (not inside ``forward``) and saved with the
-checkpoint, so a policy evaluated in ``S3BeamNG-v0`` sees observations scaled exactly as in
-training.
+actor and critic (a privileged critic has its own, over the longer observation), updated from
+collected batches (not inside ``forward``); the actor's is saved with the checkpoint, so a policy
+evaluated in ``S3BeamNG-v0`` sees observations scaled exactly as in training.
 """
 
 from __future__ import annotations

@@ -144,6 +144,10 @@ def _ppo_run(ctx, out: Path) -> None:
                    progress=False)  # fmt: skip
     info["budget_iterations"] = budget.iterations
     (out / f"ppo_rank{ctx.rank}.json").write_text(json.dumps(info))
+    privileged = train(preset("tiny", privileged_critic=True), out / "ppo_privileged",
+                       progress=False)  # fmt: skip
+    save_file(_state([privileged.actor_net, privileged.critic_net]),
+              str(out / f"ppo_privileged_rank{ctx.rank}.safetensors"))  # fmt: skip
 
 
 def _distill_run(ctx, out: Path, dataset_dir: Path) -> None:

@@ -77,6 +77,20 @@ def test_ranks_hold_identical_parameters_after_several_ppo_updates(job):
     assert s0["m0.norm.count"].item() == info["frames"]
 
 
+def test_a_privileged_critic_keeps_both_normalisers_identical_across_ranks(job):
+    """``privileged_critic``: both normalisers merge every rank's frames, ranks end identical.
+
+    The critic's own normaliser has the 4 friction features more than the actor's.
+    """
+    s0, s1 = (load_file(job.results / f"ppo_privileged_rank{r}.safetensors") for r in (0, 1))
+    assert s0.keys() == s1.keys()
+    for key in s0:
+        assert torch.equal(s0[key], s1[key]), key
+    frames = preset("tiny").total_frames
+    assert s0["m0.norm.count"].item() == frames and s0["m1.norm.count"].item() == frames
+    assert s0["m1.norm.mean"].shape[0] == s0["m0.norm.mean"].shape[0] + 4
+
+
 def test_run_counts_the_frames_of_all_ranks_and_reports_the_effective_batch(job):
     """``total_frames`` counts the job; the effective batch is reported.
 
