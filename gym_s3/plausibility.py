@@ -127,6 +127,7 @@ DYNAMICS_CONFIG_BOUNDS: dict[str, Bounds] = {
 POLICY_BOUNDS: dict[str, Bounds] = {
     "obs_size": Bounds(1, 10000, "features", integer=True),
     "hidden": Bounds(1, 4096, "units", integer=True),
+    "members": Bounds(2, 64, "actors", integer=True),
 }
 
 #: Largest standard deviation of a normalisation statistic (anything above is not a feature of a

@@ -23,30 +23,49 @@ from gym_s3 import checkpoints
 from gym_s3.errors import ActionError, CheckpointError, ConfigError
 from gym_s3.plausibility import POLICY_BOUNDS, check_value
 from gym_s3.spec import observation_size
-from policies.networks import ActorNet, RunningNorm
+from policies.networks import ActorEnsemble, ActorNet, RunningNorm
 
 KIND = "policy"
 
 
+def hidden_widths(actor: ActorNet) -> list[int]:
+    """The hidden layer widths of an actor (``[64, 64]`` for the presets)."""
+    return [m.out_features for m in actor.body if isinstance(m, torch.nn.Linear)][:-1]
+
+
 def save_policy(
     path: str | os.PathLike[str],
-    actor: ActorNet,
+    actor: ActorNet | ActorEnsemble,
     *,
     backend: str,
     obs_mode: str,
     training: dict[str, Any],
     extra: dict[str, Any] | None = None,
 ) -> Path:
-    """Write a policy checkpoint (``<stem>.safetensors`` + ``<stem>.json``)."""
-    hidden = [m.out_features for m in actor.body if isinstance(m, torch.nn.Linear)][:-1]
-    meta = {
+    """Write a policy checkpoint (``<stem>.safetensors`` + ``<stem>.json``).
+
+    An :class:`~policies.networks.ActorEnsemble` is written as one checkpoint whose sidecar
+    records ``members`` (K) and whose tensors are the members' (``members.<k>.<name>``).
+
+    Raises:
+        ConfigError: the members of an ensemble have different hidden widths.
+    """
+    members = list(actor.members) if isinstance(actor, ActorEnsemble) else [actor]
+    widths = [hidden_widths(m) for m in members]
+    if any(w != widths[0] for w in widths):
+        raise ConfigError(
+            f"ensemble members have hidden widths {widths}; combine actors of one network shape"
+        )
+    meta: dict[str, Any] = {
         "backend": backend,
         "obs_mode": obs_mode,
         "obs_size": observation_size(obs_mode),
-        "hidden": hidden,
+        "hidden": widths[0],
         "training": training,
-        **(extra or {}),
     }
+    if isinstance(actor, ActorEnsemble):
+        meta["members"] = len(members)
+    meta.update(extra or {})
     tensors = {k: v for k, v in actor.state_dict().items()}
     return checkpoints.save(path, tensors, meta, kind=KIND)
 
@@ -63,7 +82,7 @@ class Policy:
         path: the checkpoint sidecar path.
     """
 
-    actor: ActorNet
+    actor: ActorNet | ActorEnsemble
     backend: str
     obs_mode: str
     meta: dict[str, Any]
@@ -96,9 +115,15 @@ def init_actor_from(
     empty and learns the scaling from the first batch on).
 
     Raises:
-        ConfigError: the checkpoint's observation mode or hidden widths differ from the run's.
+        ConfigError: the checkpoint is an ensemble, or its observation mode or hidden widths
+            differ from the run's.
     """
     policy = load_policy(path)
+    if isinstance(policy.actor, ActorEnsemble):
+        raise ConfigError(
+            f"init_policy {path} is an ensemble of {len(policy.actor.members)} actors; fine-tune "
+            "one of its members (the checkpoints it was combined from) instead"
+        )
     if policy.obs_mode != obs_mode or policy.meta["hidden"] != list(hidden):
         raise ConfigError(
             f"init_policy {path} has obs_mode '{policy.obs_mode}' and hidden "
@@ -147,6 +172,8 @@ def _check_shape_fields(meta: dict, path: Path) -> None:
             f"{where}: hidden = {hidden!r} is not a list of 1 to 16 widths; {fix}"
         )
     fields = [("obs_size", meta["obs_size"])] + [(f"hidden[{i}]", h) for i, h in enumerate(hidden)]
+    if "members" in meta:
+        fields.append(("members", meta["members"]))
     for field, value in fields:
         check_value(field, value, POLICY_BOUNDS[field.split("[")[0]], where=where, fix=fix,
                     error=CheckpointError)  # fmt: skip
@@ -170,10 +197,16 @@ def load_policy(path: str | os.PathLike[str], *, device: torch.device | str = "c
             f"'{meta['obs_mode']}' has {observation_size(meta['obs_mode'])}; re-train the policy."
         )
     _check_shape_fields(meta, ckpt.path)
-    actor = checkpoints.build_checked(
-        lambda: ActorNet(RunningNorm(meta["obs_size"]), meta["obs_size"], meta["hidden"]),
-        ckpt.tensors, f"policy {ckpt.path}",
-    )  # fmt: skip
+
+    def one() -> ActorNet:
+        return ActorNet(RunningNorm(meta["obs_size"]), meta["obs_size"], meta["hidden"])
+
+    def build() -> ActorNet | ActorEnsemble:
+        if "members" not in meta:
+            return one()
+        return ActorEnsemble([one() for _ in range(meta["members"])])
+
+    actor = checkpoints.build_checked(build, ckpt.tensors, f"policy {ckpt.path}")
     actor.to(device).eval()
     return Policy(actor=actor, backend=meta["backend"], obs_mode=meta["obs_mode"], meta=meta,
                   path=ckpt.path)  # fmt: skip

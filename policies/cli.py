@@ -1,4 +1,4 @@
-"""``s3 train`` (PPO in the distilled env); registers ``s3 evaluate`` and ``s3 gap`` too."""
+"""``s3 train`` (PPO in the distilled env); registers ``ensemble``, ``evaluate`` and ``gap`` too."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from gym_s3.rewards import RewardWeights
 
 
 def register(subparsers: Any) -> None:
-    """Add ``train``, ``evaluate`` and ``gap`` to the ``s3`` command line."""
-    from policies import evaluate_cli, gap
+    """Add ``train``, ``ensemble``, ``evaluate`` and ``gap`` to the ``s3`` command line."""
+    from policies import ensemble, evaluate_cli, gap
 
     _register_train(subparsers)
+    ensemble.register(subparsers)
     evaluate_cli.register(subparsers)
     gap.register(subparsers)
 

@@ -14,6 +14,8 @@ from policies.checkpoint import SHIPPED_POLICIES, load_policy, shipped_policy
 from policies.config import config_to_dict, preset
 
 MAX_BYTES = 2 * 1024 * 1024
+#: what the members of a shipped ensemble may vary: seeds, with or without a privileged critic
+ENSEMBLE_VARIES = {"seed", "privileged_critic"}
 
 
 @pytest.mark.parametrize("name", SHIPPED_POLICIES)
@@ -32,6 +34,11 @@ def test_shipped_policy_is_small_loadable_and_made_by_its_preset(name):
     recorded = {k: v for k, v in config_to_dict(cfg).items() if k in training and k != "reward"}
     assert {k: training[k] for k in recorded} == recorded
     assert policy.meta["hidden"] == list(cfg.hidden)
+    # an ensemble (`s3 ensemble`) records what its members share under "training" and each
+    # member's own settings: they may differ from the preset only in the seed and the critic
+    for member in policy.meta.get("member_training", []):
+        differs = {k for k, v in config_to_dict(cfg).items() if k in member and member[k] != v}
+        assert differs <= ENSEMBLE_VARIES, f"a member was trained with other {differs}"
     if "reward" in training:  # the 24 M bicycle baseline predates saving the weights
         # terms added after a policy was trained take their default (off) weight
         shipped = RewardWeights.from_dict(training["reward"])

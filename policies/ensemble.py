@@ -1,0 +1,114 @@
+"""Policy ensembles: K trained policies combined into one checkpoint that acts with their mean.
+
+``s3 ensemble A B C --out runs/ddm_ens`` writes one policy checkpoint holding every member's actor
+and normaliser (:class:`~policies.networks.ActorEnsemble`); it loads with
+:func:`~policies.checkpoint.load_policy` and drives every env, evaluation and GIF like a single
+policy. Its deterministic action is ``tanh`` of the members' mean pre-squash mean. The members
+must share the observation mode, the dynamics backend and the network shape (an ensemble given as
+a member contributes its members). The sidecar records the training settings the members share
+under ``training`` and each member's own under ``member_training``, with the files they came from
+(file name and SHA-256 of the weights) under ``member_sources``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gym_s3 import checkpoints
+from gym_s3.errors import ConfigError
+from policies.checkpoint import (
+    SHIPPED_POLICIES,
+    Policy,
+    resolve_policy,
+    save_policy,
+    shipped_policy,
+)
+from policies.networks import ActorEnsemble, ActorNet
+
+
+def _members(policy: Policy) -> list[tuple[ActorNet, dict[str, Any], dict[str, Any]]]:
+    """``(actor, training settings, source)`` of each actor in a policy (one unless an ensemble).
+
+    A source is the checkpoint's file name and the SHA-256 of its weights file (no folder: it
+    would name someone's disk; a shipped file may later be replaced, the hash still names the
+    weights).
+    """
+    source: dict[str, Any] = {"file": None, "sha256": None}
+    if policy.path is not None:
+        sidecar = checkpoints.read_sidecar(policy.path)
+        source = {"file": policy.path.name, "sha256": sidecar["weights"]["sha256"]}
+    if isinstance(policy.actor, ActorEnsemble):
+        trainings = policy.meta.get("member_training") or [{}] * len(policy.actor.members)
+        sources = policy.meta.get("member_sources") or [source] * len(policy.actor.members)
+        return list(zip(policy.actor.members, trainings, sources, strict=True))
+    return [(policy.actor, dict(policy.meta.get("training", {})), source)]
+
+
+def combine(policies: Sequence[Policy]) -> tuple[ActorEnsemble, dict[str, Any], dict[str, Any]]:
+    """The ensemble of ``policies`` and the sidecar records of its training.
+
+    Returns:
+        ``(actor, training, extra)``: the ensemble actor; the training settings every member
+        shares (a setting that differs, such as ``seed``, is left out); and ``member_training``
+        and ``member_sources``, one entry per member.
+
+    Raises:
+        ConfigError: fewer than two actors, or members of different observation modes, backends
+            or network shapes.
+    """
+    modes = sorted({(p.obs_mode, p.backend, tuple(p.meta["hidden"])) for p in policies})
+    if len(modes) > 1:
+        raise ConfigError(
+            "ensemble members must share the observation mode, backend and hidden widths; got "
+            + "; ".join(f"{m} / {b} / {list(h)}" for m, b, h in modes)
+            + ". Combine policies trained with the same preset (different seeds)."
+        )
+    members = [m for p in policies for m in _members(p)]
+    if len(members) < 2:
+        raise ConfigError(f"an ensemble needs at least two policies, got {len(members)} actor(s)")
+    trainings = [t for _, t, _ in members]
+    shared = {k: v for k, v in trainings[0].items() if all(t.get(k) == v for t in trainings[1:])}
+    extra = {"member_training": trainings, "member_sources": [s for _, _, s in members]}
+    return ActorEnsemble([a for a, _, _ in members]), shared, extra
+
+
+def write_ensemble(policies: Sequence[Policy], out: str | Path) -> Path:
+    """Combine ``policies`` (:func:`combine`) and write the checkpoint ``out`` (a stem)."""
+    actor, training, extra = combine(policies)
+    first = policies[0]
+    return save_policy(out, actor, backend=first.backend, obs_mode=first.obs_mode,
+                       training=training, extra=extra)  # fmt: skip
+
+
+def register(subparsers: Any) -> None:
+    """Add ``s3 ensemble`` to the ``s3`` command line."""
+    p = subparsers.add_parser(
+        "ensemble",
+        help="combine trained policies (seeds of one preset) into one mean-action policy",
+        description="Combine K trained policies into one policy checkpoint whose action is tanh "
+        "of the members' mean pre-squash mean. The members must share the observation mode, "
+        "the dynamics backend and the network shape; typically seeds of one preset "
+        "(`s3 train --preset ddm --seed S`). The result loads and evaluates like any policy.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("policies", nargs="+", metavar="POLICY",
+                   help="member policies: checkpoint paths (stem, .json or .safetensors) or "
+                   "shipped names")  # fmt: skip
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", type=Path,
+                       help="checkpoint stem to write (OUT.json + OUT.safetensors)")  # fmt: skip
+    where.add_argument("--ship", choices=SHIPPED_POLICIES,
+                       help="write it as this shipped policy of the package instead")  # fmt: skip
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """``s3 ensemble``."""
+    policies = [resolve_policy(name)[1] for name in args.policies]
+    out = shipped_policy(args.ship).with_suffix("") if args.ship else args.out
+    path = write_ensemble(policies, out)
+    print(f"ensemble of {len(combine(policies)[0].members)} actors written to {path}")
+    return 0

@@ -1,0 +1,131 @@
+"""Policy ensembles: the mean action, one checkpoint per ensemble, refusals and ``s3 ensemble``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from gym_s3.cli import main
+from gym_s3.errors import CheckpointError, ConfigError
+from gym_s3.spec import observation_size
+from policies.checkpoint import init_actor_from, load_policy, save_policy
+from policies.ensemble import combine, write_ensemble
+from policies.networks import ActorEnsemble, ActorNet, RunningNorm
+
+F = observation_size()
+
+
+def _actor(seed: int, hidden=(16, 16), shift: float = 0.0) -> ActorNet:
+    """A random actor whose normaliser saw its own data (mean ``shift``), so members differ."""
+    torch.manual_seed(seed)
+    actor = ActorNet(RunningNorm(F), F, hidden)
+    actor.norm.update(torch.randn(256, F) * 2.0 + shift)
+    with torch.no_grad():  # out layer gain 0.01 makes untrained actions ~0; make them visible
+        actor.body[-1].weight.mul_(100.0)
+    return actor
+
+
+def _saved(tmp_path, name: str, seed: int, *, backend="ddm", obs_mode="default", hidden=(16, 16)):
+    actor = _actor(seed, hidden, shift=float(seed))
+    training = {"backend": backend, "seed": seed, "epochs": 6}
+    return load_policy(save_policy(tmp_path / name, actor, backend=backend, obs_mode=obs_mode,
+                                   training=training))  # fmt: skip
+
+
+def test_ensemble_action_is_tanh_of_the_members_mean_pre_squash_mean():
+    """The action is tanh(mean_k loc_k), each member through its own normaliser.
+
+    Not the mean of the members' actions (tanh of a mean differs from a mean of tanh where the
+    members disagree), and not any single member.
+    """
+    members = [_actor(0, shift=0.0), _actor(1, shift=3.0), _actor(2, shift=-2.0)]
+    ensemble = ActorEnsemble(members)
+    obs = torch.randn(64, F) * 2.0
+    with torch.no_grad():
+        locs = torch.stack([m(obs)[0] for m in members])
+        expected = torch.tanh(locs.mean(dim=0))
+        got = ensemble.act(obs)
+        mean_of_actions = torch.tanh(locs).mean(dim=0)
+    assert torch.allclose(got, expected, atol=1e-6)
+    assert (got - mean_of_actions).abs().max() > 1e-3
+    for m in members:
+        assert (got - m.act(obs)).abs().max() > 1e-2
+
+
+def test_ensemble_needs_two_members_of_one_observation_size():
+    """One member, or members reading different features, are refused."""
+    with pytest.raises(ValueError, match=">= 2 actors"):
+        ActorEnsemble([_actor(0)])
+    other = ActorNet(RunningNorm(F + 4), F + 4, (16, 16))
+    with pytest.raises(ValueError, match="same features"):
+        ActorEnsemble([_actor(0), other])
+
+
+def test_ensemble_checkpoint_round_trip_keeps_every_member(tmp_path):
+    """An ensemble saved and loaded acts identically; its members keep their own normalisers."""
+    a, b = _saved(tmp_path, "a", 0), _saved(tmp_path, "b", 1)
+    path = write_ensemble([a, b], tmp_path / "ens")
+    loaded = load_policy(path)
+    assert isinstance(loaded.actor, ActorEnsemble) and len(loaded.actor.members) == 2
+    obs = torch.randn(32, F)
+    expected = torch.tanh((a.actor(obs)[0] + b.actor(obs)[0]) / 2)
+    assert torch.allclose(loaded.act(obs), expected, atol=1e-6)
+    means = [m.norm.mean for m in loaded.actor.members]
+    assert not torch.allclose(means[0], means[1])
+    meta = json.loads(path.read_text())["meta"]
+    assert meta["members"] == 2
+    assert meta["training"] == {"backend": "ddm", "epochs": 6}  # seeds differ: not shared
+    assert [t["seed"] for t in meta["member_training"]] == [0, 1]
+    assert [s["file"] for s in meta["member_sources"]] == ["a.json", "b.json"]
+    assert all(len(s["sha256"]) == 64 for s in meta["member_sources"])
+
+
+def test_an_ensemble_member_contributes_its_members(tmp_path):
+    """Combining an ensemble with a third policy gives three actors, not a nested ensemble."""
+    pols = [_saved(tmp_path, n, s) for n, s in (("a", 0), ("b", 1), ("c", 2))]
+    pair = load_policy(write_ensemble(pols[:2], tmp_path / "pair"))
+    actor, _, extra = combine([pair, pols[2]])
+    assert len(actor.members) == 3
+    assert [t["seed"] for t in extra["member_training"]] == [0, 1, 2]
+
+
+def test_combine_refuses_mismatched_members(tmp_path):
+    """Different backends, observation modes or widths, or a single policy, are refused by name."""
+    a = _saved(tmp_path, "a", 0)
+    with pytest.raises(ConfigError, match="default / ddm .*default / trans"):
+        combine([a, _saved(tmp_path, "t", 1, backend="trans")])
+    with pytest.raises(ConfigError, match="hidden widths"):
+        combine([a, _saved(tmp_path, "w", 1, hidden=(8, 8))])
+    with pytest.raises(ConfigError, match="at least two"):
+        combine([a])
+
+
+def test_an_ensemble_cannot_start_a_fine_tune(tmp_path):
+    """PPO fine-tunes one actor; an ensemble as init_policy is refused with the fix."""
+    path = write_ensemble([_saved(tmp_path, "a", 0), _saved(tmp_path, "b", 1)], tmp_path / "e")
+    with pytest.raises(ConfigError, match="fine-tune one of its members"):
+        init_actor_from(_actor(0), path, obs_mode="default", hidden=(16, 16))
+
+
+@pytest.mark.parametrize("members", [1, 100, 2.5])
+def test_an_implausible_member_count_in_the_sidecar_is_refused(tmp_path, members):
+    """A sidecar whose member count was edited is refused before any network is built."""
+    path = write_ensemble([_saved(tmp_path, "a", 0), _saved(tmp_path, "b", 1)], tmp_path / "e")
+    doc = json.loads(path.read_text())
+    doc["meta"]["members"] = members
+    path.write_text(json.dumps(doc))
+    with pytest.raises(CheckpointError, match="members"):
+        load_policy(path)
+
+
+def test_s3_ensemble_writes_a_policy_that_loads(tmp_path, capsys):
+    """``s3 ensemble A B --out E`` writes a loadable two-actor policy; mismatches exit 2."""
+    a, b = _saved(tmp_path, "a", 0), _saved(tmp_path, "b", 1)
+    assert main(["ensemble", str(a.path), str(b.path), "--out", str(tmp_path / "e")]) == 0
+    assert "ensemble of 2 actors" in capsys.readouterr().out
+    assert len(load_policy(tmp_path / "e.json").actor.members) == 2
+    t = _saved(tmp_path, "t", 2, backend="trans")
+    assert main(["ensemble", str(a.path), str(t.path), "--out", str(tmp_path / "x")]) == 2
+    assert "same preset" in capsys.readouterr().err
