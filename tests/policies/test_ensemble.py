@@ -129,3 +129,14 @@ def test_s3_ensemble_writes_a_policy_that_loads(tmp_path, capsys):
     t = _saved(tmp_path, "t", 2, backend="trans")
     assert main(["ensemble", str(a.path), str(t.path), "--out", str(tmp_path / "x")]) == 2
     assert "same preset" in capsys.readouterr().err
+
+
+def test_an_ensemble_drives_a_lap_like_a_single_policy(tmp_path):
+    """A loaded ensemble drives the batched high-fidelity laps through the normal lap loop."""
+    from policies.evaluate_model import Lap, evaluate_model
+
+    ens = load_policy(write_ensemble([_saved(tmp_path, "a", 0), _saved(tmp_path, "b", 1)],
+                                     tmp_path / "e"))  # fmt: skip
+    (row,) = evaluate_model([("e", ens)], [Lap("procedural:0", "asphalt", 0)], max_steps=20,
+                            expert=False, progress=False)  # fmt: skip
+    assert row.driver == "e" and row.metrics["steps"] == 20
