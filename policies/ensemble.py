@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_s3 import checkpoints
-from gym_s3.errors import ConfigError
+from gym_s3.errors import CheckpointError, ConfigError
 from policies.checkpoint import (
     SHIPPED_POLICIES,
     Policy,
@@ -41,8 +41,15 @@ def _members(policy: Policy) -> list[tuple[ActorNet, dict[str, Any], dict[str, A
         sidecar = checkpoints.read_sidecar(policy.path)
         source = {"file": policy.path.name, "sha256": sidecar["weights"]["sha256"]}
     if isinstance(policy.actor, ActorEnsemble):
-        trainings = policy.meta.get("member_training") or [{}] * len(policy.actor.members)
-        sources = policy.meta.get("member_sources") or [source] * len(policy.actor.members)
+        k = len(policy.actor.members)
+        trainings = policy.meta.get("member_training") or [{}] * k
+        sources = policy.meta.get("member_sources") or [source] * k
+        if len(trainings) != k or len(sources) != k:
+            raise CheckpointError(
+                f"{policy.path}: {k} members but {len(trainings)} member_training and "
+                f"{len(sources)} member_sources entries; the sidecar was edited or damaged, "
+                "restore it or combine the member checkpoints again"
+            )
         return list(zip(policy.actor.members, trainings, sources, strict=True))
     return [(policy.actor, dict(policy.meta.get("training", {})), source)]
 
@@ -58,6 +65,7 @@ def combine(policies: Sequence[Policy]) -> tuple[ActorEnsemble, dict[str, Any], 
     Raises:
         ConfigError: fewer than two actors, or members of different observation modes, backends
             or network shapes.
+        CheckpointError: an ensemble given as a member whose records do not match its actors.
     """
     modes = sorted({(p.obs_mode, p.backend, tuple(p.meta["hidden"])) for p in policies})
     if len(modes) > 1:

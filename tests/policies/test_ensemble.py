@@ -91,6 +91,15 @@ def test_an_ensemble_member_contributes_its_members(tmp_path):
     assert [t["seed"] for t in extra["member_training"]] == [0, 1, 2]
 
 
+def test_an_ensemble_member_with_damaged_records_is_refused(tmp_path):
+    """Member records that do not match the member count name the file and the fix."""
+    pair = load_policy(write_ensemble([_saved(tmp_path, n, s) for n, s in (("a", 0), ("b", 1))],
+                                      tmp_path / "pair"))  # fmt: skip
+    pair.meta["member_training"] = pair.meta["member_training"][:1]
+    with pytest.raises(CheckpointError, match="2 members but 1 member_training"):
+        combine([pair, _saved(tmp_path, "c", 2)])
+
+
 def test_combine_refuses_mismatched_members(tmp_path):
     """Different backends, observation modes or widths, or a single policy, are refused by name."""
     a = _saved(tmp_path, "a", 0)
