@@ -1,0 +1,100 @@
+"""Policy inference cost: a single actor against ensembles, next to the env step it drives.
+
+For each shipped policy it times ``Policy.act`` on ``(N, F)`` observations (the deterministic
+action every evaluation, GIF and rollout computes once per control step) and, in the same run,
+one ``S3Distilled-v0`` step of the policy's own backend with the same N cars (eager, random
+actions, autoreset). It also times ensembles of K = 1, 3, 5 copies of the first member of the
+shipped ``ddm`` policy, so the cost per member is visible apart from the network shapes.
+Prints medians and the ratio act / env step. Asserts nothing. One torch thread unless
+``--threads``.
+
+Run: ``python benchmarks/bench_policy.py [--sizes 1 64 4096] [--repeats 50]
+[--policies ddm trans dytr oracle]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+
+import torch
+
+
+def _median_s(fn: Callable[[], object], repeats: int, warmup: int = 5) -> float:
+    """Median wall time of ``fn()`` [s] over ``repeats`` calls after ``warmup`` calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _env_step_s(backend: str, n: int, repeats: int) -> float:
+    """Median seconds of one eager ``S3Distilled-v0`` step of ``backend`` with ``n`` cars."""
+    from gym_s3.envs.config import DistilledConfig
+    from gym_s3.envs.core import DistilledCore
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        core = DistilledCore(n, DistilledConfig.from_kwargs(backend=backend, seed=0))
+    core.reset(seed=0)
+    action = torch.rand(n, 2, generator=torch.Generator().manual_seed(0)) * 2 - 1
+
+    def step() -> None:
+        out = core.step(action)
+        core.autoreset(out.done)
+
+    return _median_s(step, repeats)
+
+
+def main() -> None:
+    """Print the table."""
+    from gym_s3.spec import observation_size
+    from policies.checkpoint import Policy, resolve_policy
+    from policies.networks import ActorEnsemble, ActorNet
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 4096],
+                   help="cars N per call")  # fmt: skip
+    p.add_argument("--repeats", type=int, default=50, help="timed calls per cell (median)")
+    p.add_argument("--policies", nargs="+", default=["ddm", "trans", "dytr", "oracle"],
+                   help="shipped policy names or checkpoint paths")  # fmt: skip
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), medians of "
+          f"{args.repeats} calls; act / env: Policy.act over one eager "
+          "S3Distilled-v0 step")  # fmt: skip
+    print(f"{'policy':24s} {'members':>7s} {'N':>6s} {'act [ms]':>9s} {'env [ms]':>9s} "
+          f"{'act / env':>9s}")  # fmt: skip
+    gen = torch.Generator().manual_seed(0)
+    env_cache: dict[tuple[str, int], float] = {}
+    policies = [resolve_policy(name) for name in args.policies]
+    ddm = next((pol for _, pol in policies if pol.backend == "ddm"), resolve_policy("ddm")[1])
+    first: ActorNet = ddm.actor.members[0] if isinstance(ddm.actor, ActorEnsemble) else ddm.actor
+    for k in (1, 3, 5):
+        actor = first if k == 1 else ActorEnsemble([copy.deepcopy(first) for _ in range(k)])
+        copies = Policy(actor=actor, backend="ddm", obs_mode="default", meta=dict(ddm.meta))
+        policies.append((f"ddm member x{k}", copies))
+    for name, policy in policies:
+        members = len(policy.actor.members) if isinstance(policy.actor, ActorEnsemble) else 1
+        for n in args.sizes:
+            obs = torch.randn(n, observation_size(policy.obs_mode), generator=gen)
+            act_s = _median_s(lambda policy=policy, obs=obs: policy.act(obs), args.repeats)
+            key = (policy.backend, n)
+            if key not in env_cache:
+                env_cache[key] = _env_step_s(policy.backend, n, args.repeats)
+            env_s = env_cache[key]
+            print(f"{name:24s} {members:7d} {n:6d} {1e3 * act_s:9.3f} {1e3 * env_s:9.3f} "
+                  f"{act_s / env_s:9.3f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
