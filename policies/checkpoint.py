@@ -164,7 +164,7 @@ def resolve_policy(name_or_path: str) -> tuple[str, Policy]:
 
 
 def _check_shape_fields(meta: dict, path: Path) -> None:
-    """Refuse an implausible ``obs_size`` or ``hidden`` list before anything is built."""
+    """Refuse an implausible ``obs_size``, ``hidden`` or ``members`` before anything is built."""
     where, fix = f"policy {path}", "the sidecar was edited or damaged; restore it or re-train it"
     hidden = meta["hidden"]
     if not isinstance(hidden, list) or not 1 <= len(hidden) <= 16:
@@ -177,6 +177,8 @@ def _check_shape_fields(meta: dict, path: Path) -> None:
     for field, value in fields:
         check_value(field, value, POLICY_BOUNDS[field.split("[")[0]], where=where, fix=fix,
                     error=CheckpointError)  # fmt: skip
+        if not isinstance(value, int) or isinstance(value, bool):  # 3.0 passes the range check
+            raise CheckpointError(f"{where}: {field} = {value!r} is not a whole number; {fix}")
 
 
 def load_policy(path: str | os.PathLike[str], *, device: torch.device | str = "cpu") -> Policy:

@@ -40,18 +40,22 @@ def _members(policy: Policy) -> list[tuple[ActorNet, dict[str, Any], dict[str, A
     if policy.path is not None:
         sidecar = checkpoints.read_sidecar(policy.path)
         source = {"file": policy.path.name, "sha256": sidecar["weights"]["sha256"]}
-    if isinstance(policy.actor, ActorEnsemble):
-        k = len(policy.actor.members)
-        trainings = policy.meta.get("member_training") or [{}] * k
-        sources = policy.meta.get("member_sources") or [source] * k
-        if len(trainings) != k or len(sources) != k:
-            raise CheckpointError(
-                f"{policy.path}: {k} members but {len(trainings)} member_training and "
-                f"{len(sources)} member_sources entries; the sidecar was edited or damaged, "
-                "restore it or combine the member checkpoints again"
-            )
-        return list(zip(policy.actor.members, trainings, sources, strict=True))
-    return [(policy.actor, dict(policy.meta.get("training", {})), source)]
+    damaged = (f"{policy.path}: the sidecar was edited or damaged; restore it or combine the "
+               "member checkpoints again")  # fmt: skip
+    if not isinstance(policy.actor, ActorEnsemble):
+        training = policy.meta.get("training", {})
+        if not isinstance(training, dict):
+            raise CheckpointError(f"{damaged} (its 'training' is not a mapping)")
+        return [(policy.actor, dict(training), source)]
+    k = len(policy.actor.members)
+    trainings = policy.meta.get("member_training") or [{}] * k
+    sources = policy.meta.get("member_sources") or [source] * k
+    for name, records in (("member_training", trainings), ("member_sources", sources)):
+        if not isinstance(records, list) or len(records) != k:
+            raise CheckpointError(f"{damaged} ({k} members but '{name}' is not a list of {k})")
+        if not all(isinstance(r, dict) for r in records):
+            raise CheckpointError(f"{damaged} ('{name}' holds entries that are not mappings)")
+    return list(zip(policy.actor.members, trainings, sources, strict=True))
 
 
 def combine(policies: Sequence[Policy]) -> tuple[ActorEnsemble, dict[str, Any], dict[str, Any]]:
@@ -65,6 +69,7 @@ def combine(policies: Sequence[Policy]) -> tuple[ActorEnsemble, dict[str, Any], 
     Raises:
         ConfigError: fewer than two actors, or members of different observation modes, backends
             or network shapes.
+        ConfigError: the same member (same weights) given twice.
         CheckpointError: an ensemble given as a member whose records do not match its actors.
     """
     modes = sorted({(p.obs_mode, p.backend, tuple(p.meta["hidden"])) for p in policies})
@@ -77,6 +82,15 @@ def combine(policies: Sequence[Policy]) -> tuple[ActorEnsemble, dict[str, Any], 
     members = [m for p in policies for m in _members(p)]
     if len(members) < 2:
         raise ConfigError(f"an ensemble needs at least two policies, got {len(members)} actor(s)")
+    hashes = [s.get("sha256") for _, _, s in members if s.get("sha256")]
+    repeated = sorted({h[:12] for h in hashes if hashes.count(h) > 1})
+    actors = [a for a, _, _ in members]
+    if repeated or len({id(a) for a in actors}) != len(actors):
+        raise ConfigError(
+            f"the same member was given twice (weights {', '.join(repeated) or 'in memory'}); "
+            "an ensemble averages different seeds: list each checkpoint once (an ensemble given "
+            "as a member already contributes all of its members)"
+        )
     trainings = [t for _, t, _ in members]
     shared = {k: v for k, v in trainings[0].items() if all(t.get(k) == v for t in trainings[1:])}
     extra = {"member_training": trainings, "member_sources": [s for _, _, s in members]}
@@ -99,7 +113,9 @@ def register(subparsers: Any) -> None:
         description="Combine K trained policies into one policy checkpoint whose action is tanh "
         "of the members' mean pre-squash mean. The members must share the observation mode, "
         "the dynamics backend and the network shape; typically seeds of one preset "
-        "(`s3 train --preset ddm --seed S`). The result loads and evaluates like any policy.",
+        "(`s3 train --preset ddm --seed S`); an ensemble given as a POLICY contributes its "
+        "members. The result loads and evaluates like any policy. The members are read before "
+        "anything is written, so OUT may replace one of them (an existing OUT is overwritten).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("policies", nargs="+", metavar="POLICY",
@@ -118,5 +134,7 @@ def _run(args: argparse.Namespace) -> int:
     policies = [resolve_policy(name)[1] for name in args.policies]
     out = shipped_policy(args.ship).with_suffix("") if args.ship else args.out
     path = write_ensemble(policies, out)
-    print(f"ensemble of {len(combine(policies)[0].members)} actors written to {path}")
+    count = sum(len(p.actor.members) if isinstance(p.actor, ActorEnsemble) else 1
+                for p in policies)  # fmt: skip
+    print(f"ensemble of {count} actors written to {path}")
     return 0

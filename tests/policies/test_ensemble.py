@@ -96,8 +96,33 @@ def test_an_ensemble_member_with_damaged_records_is_refused(tmp_path):
     pair = load_policy(write_ensemble([_saved(tmp_path, n, s) for n, s in (("a", 0), ("b", 1))],
                                       tmp_path / "pair"))  # fmt: skip
     pair.meta["member_training"] = pair.meta["member_training"][:1]
-    with pytest.raises(CheckpointError, match="2 members but 1 member_training"):
+    with pytest.raises(CheckpointError, match="2 members but .member_training. is not a list of 2"):
         combine([pair, _saved(tmp_path, "c", 2)])
+
+
+@pytest.mark.parametrize("field", ["member_training", "member_sources"])
+@pytest.mark.parametrize("damage", ["not a list", ["not a mapping", {}]])
+def test_member_records_of_the_wrong_type_are_refused(tmp_path, field, damage):
+    """Records that are not a list of mappings raise a CheckpointError, not a TypeError."""
+    pair = load_policy(write_ensemble([_saved(tmp_path, n, s) for n, s in (("a", 0), ("b", 1))],
+                                      tmp_path / "pair"))  # fmt: skip
+    pair.meta[field] = damage
+    with pytest.raises(CheckpointError, match=field):
+        combine([pair, _saved(tmp_path, "c", 2)])
+
+
+def test_the_same_member_twice_is_refused(tmp_path, capsys):
+    """Listing one checkpoint twice (or an ensemble and one of its members) is refused."""
+    a, b = _saved(tmp_path, "a", 0), _saved(tmp_path, "b", 1)
+    with pytest.raises(ConfigError, match="given twice"):
+        combine([a, load_policy(a.path)])
+    with pytest.raises(ConfigError, match="given twice"):
+        combine([a, a])  # the same object
+    pair = load_policy(write_ensemble([a, b], tmp_path / "pair"))
+    with pytest.raises(ConfigError, match="given twice"):
+        combine([pair, load_policy(b.path)])
+    assert main(["ensemble", str(a.path), str(a.path), "--out", str(tmp_path / "x")]) == 2
+    assert "given twice" in capsys.readouterr().err
 
 
 def test_combine_refuses_mismatched_members(tmp_path):
@@ -118,14 +143,14 @@ def test_an_ensemble_cannot_start_a_fine_tune(tmp_path):
         init_actor_from(_actor(0), path, obs_mode="default", hidden=(16, 16))
 
 
-@pytest.mark.parametrize("members", [1, 100, 2.5])
+@pytest.mark.parametrize("members", [1, 65, 2.5, 2.0, "2"])
 def test_an_implausible_member_count_in_the_sidecar_is_refused(tmp_path, members):
     """A sidecar whose member count was edited is refused before any network is built."""
     path = write_ensemble([_saved(tmp_path, "a", 0), _saved(tmp_path, "b", 1)], tmp_path / "e")
     doc = json.loads(path.read_text())
     doc["meta"]["members"] = members
     path.write_text(json.dumps(doc))
-    with pytest.raises(CheckpointError, match="members"):
+    with pytest.raises(CheckpointError, match="members = "):
         load_policy(path)
 
 

@@ -14,8 +14,11 @@ from policies.checkpoint import SHIPPED_POLICIES, load_policy, shipped_policy
 from policies.config import config_to_dict, preset
 
 MAX_BYTES = 2 * 1024 * 1024
-#: what the members of a shipped ensemble may vary: seeds, with or without a privileged critic
-ENSEMBLE_VARIES = {"seed", "privileged_critic"}
+#: the shipped ensembles' member counts (README, "Ensembles of seeds"); absent: a single policy
+SHIPPED_MEMBERS = {"ddm": 5, "trans": 3, "dytr": 3, "oracle": 3}
+#: what the members of a shipped ensemble may vary: the seed; for ddm also the privileged critic
+ENSEMBLE_VARIES = {"seed"}
+ENSEMBLE_VARIES_BY_NAME = {"ddm": {"seed", "privileged_critic"}}
 
 
 @pytest.mark.parametrize("name", SHIPPED_POLICIES)
@@ -36,10 +39,13 @@ def test_shipped_policy_is_small_loadable_and_made_by_its_preset(name):
     assert policy.meta["hidden"] == list(cfg.hidden)
     # an ensemble (`s3 ensemble`) records what its members share under "training" and each
     # member's own settings: they may differ from the preset only in the seed and the critic
+    assert policy.meta.get("members") == SHIPPED_MEMBERS.get(name)
+    assert len(policy.meta.get("member_training", [])) == (SHIPPED_MEMBERS.get(name) or 0)
+    may_vary = ENSEMBLE_VARIES_BY_NAME.get(name, ENSEMBLE_VARIES)
     for member in policy.meta.get("member_training", []):
         differs = {k for k, v in config_to_dict(cfg).items()
                    if k in member and k != "reward" and member[k] != v}  # fmt: skip
-        assert differs <= ENSEMBLE_VARIES, f"a member was trained with other {differs}"
+        assert differs <= may_vary, f"a member was trained with other {differs}"
         assert RewardWeights.from_dict(member["reward"]) == cfg.reward
     if "reward" in training:  # the 24 M bicycle baseline predates saving the weights
         # terms added after a policy was trained take their default (off) weight
