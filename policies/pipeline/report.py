@@ -95,7 +95,16 @@ def training_budget(name: str, train: Mapping[str, Any]) -> str:
     try:
         from gym_s3.checkpoints import read_sidecar
 
-        meta = read_sidecar(train["policies"][name]).get("meta", {}).get("training", {})
+        sidecar_meta = read_sidecar(train["policies"][name]).get("meta", {})
+        members = sidecar_meta.get("member_training")
+        if members:  # an ensemble (`s3 ensemble`): K trainings
+            frames = [m.get("frames") for m in members]
+            walls = [m.get("wall_s") for m in members]
+            if None in frames:
+                return f"shipped ensemble of {len(members)} (budget unknown)"
+            wall_text = f", {sum(walls) / 60:.0f} min in all" if None not in walls else ""
+            return f"{len(members)} x {_frames(frames[0])}{wall_text}, shipped ensemble"
+        meta = sidecar_meta.get("training", {})
     except Exception:  # noqa: BLE001 - an unreadable sidecar only loses this cell
         return "shipped (budget unknown)"
     frames, wall = meta.get("frames"), meta.get("wall_s")

@@ -166,3 +166,18 @@ def test_report_marks_unreached_patches_captions_figures_and_renders_markdown(tm
     page = _to_html("# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![x](x.png)\n\n*Figure 1. c*\n")
     assert "<table>" in page and "<td>1</td>" in page and '<img src="x.png"' in page
     assert "<em>Figure 1. c</em>" in page
+
+
+def test_the_report_counts_every_training_of_a_shipped_ensemble():
+    """A shipped ensemble's budget is K trainings (frames per member, wall time summed)."""
+    from gym_s3.checkpoints import read_sidecar
+    from policies.checkpoint import shipped_policy
+    from policies.pipeline.report import training_budget
+
+    path = str(shipped_policy("ddm"))
+    members = read_sidecar(path)["meta"]["member_training"]
+    minutes = sum(m["wall_s"] for m in members) / 60
+    text = training_budget("ddm", {"policies": {"ddm": path}})
+    assert text == f"{len(members)} x 48.0 M frames, {minutes:.0f} min in all, shipped ensemble"
+    single = training_budget("bicycle", {"policies": {"bicycle": str(shipped_policy("bicycle"))}})
+    assert single.endswith(", shipped") and " x " not in single
