@@ -16,28 +16,18 @@ from __future__ import annotations
 
 import argparse
 import copy
-import statistics
-import time
+import sys
 import warnings
-from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
-
-def _median_s(fn: Callable[[], object], repeats: int, warmup: int = 5) -> float:
-    """Median wall time of ``fn()`` [s] over ``repeats`` calls after ``warmup`` calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_frenet import median_ms  # noqa: E402
 
 
-def _env_step_s(backend: str, n: int, repeats: int) -> float:
-    """Median seconds of one eager ``S3Distilled-v0`` step of ``backend`` with ``n`` cars."""
+def _env_step_ms(backend: str, n: int, repeats: int) -> float:
+    """Median milliseconds of one eager ``S3Distilled-v0`` step of ``backend`` with ``n`` cars."""
     from gym_s3.envs.config import DistilledConfig
     from gym_s3.envs.core import DistilledCore
 
@@ -51,7 +41,7 @@ def _env_step_s(backend: str, n: int, repeats: int) -> float:
         out = core.step(action)
         core.autoreset(out.done)
 
-    return _median_s(step, repeats)
+    return median_ms(step, repeats, warmup=5)
 
 
 def main() -> None:
@@ -87,13 +77,14 @@ def main() -> None:
         members = len(policy.actor.members) if isinstance(policy.actor, ActorEnsemble) else 1
         for n in args.sizes:
             obs = torch.randn(n, observation_size(policy.obs_mode), generator=gen)
-            act_s = _median_s(lambda policy=policy, obs=obs: policy.act(obs), args.repeats)
+            act_ms = median_ms(lambda policy=policy, obs=obs: policy.act(obs), args.repeats,
+                               warmup=5)  # fmt: skip
             key = (policy.backend, n)
             if key not in env_cache:
-                env_cache[key] = _env_step_s(policy.backend, n, args.repeats)
-            env_s = env_cache[key]
-            print(f"{name:24s} {members:7d} {n:6d} {1e3 * act_s:9.3f} {1e3 * env_s:9.3f} "
-                  f"{act_s / env_s:9.3f}")  # fmt: skip
+                env_cache[key] = _env_step_ms(policy.backend, n, args.repeats)
+            env_ms = env_cache[key]
+            print(f"{name:24s} {members:7d} {n:6d} {act_ms:9.3f} {env_ms:9.3f} "
+                  f"{act_ms / env_ms:9.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":
