@@ -67,9 +67,8 @@ def combine(policies: Sequence[Policy]) -> tuple[ActorEnsemble, dict[str, Any], 
         and ``member_sources``, one entry per member.
 
     Raises:
-        ConfigError: fewer than two actors, or members of different observation modes, backends
-            or network shapes.
-        ConfigError: the same member (same weights) given twice.
+        ConfigError: fewer than two actors, members of different observation modes, backends
+            or network shapes, or the same member (same weights) given twice.
         CheckpointError: an ensemble given as a member whose records do not match its actors.
     """
     modes = sorted({(p.obs_mode, p.backend, tuple(p.meta["hidden"])) for p in policies})
@@ -94,7 +93,7 @@ def combine(policies: Sequence[Policy]) -> tuple[ActorEnsemble, dict[str, Any], 
     trainings = [t for _, t, _ in members]
     shared = {k: v for k, v in trainings[0].items() if all(t.get(k) == v for t in trainings[1:])}
     extra = {"member_training": trainings, "member_sources": [s for _, _, s in members]}
-    return ActorEnsemble([a for a, _, _ in members]), shared, extra
+    return ActorEnsemble(actors), shared, extra
 
 
 def write_ensemble(policies: Sequence[Policy], out: str | Path) -> Path:
