@@ -98,18 +98,21 @@ def test_eval_tracks_must_be_held_out():
     assert preset("tiny", eval_tracks=("putnam",), eval_every=0).eval_every == 0
 
 
-def test_train_cli_sets_the_network_widths_and_final_std(tmp_path, capsys):
-    """``--hidden 16 8 --final-std 0.1`` reach the run; ``--hidden 0`` is refused by name.
+def test_train_cli_sets_the_network_widths_final_std_and_discount(tmp_path, capsys):
+    """``--hidden 16 8 --final-std 0.1 --gamma 0.995 --gae-lambda 0.9`` reach the run.
 
-    The saved policy has those layers and that exploration noise.
+    The saved policy has those layers and that exploration noise, its sidecar records the
+    discount and lambda it was trained with; ``--hidden 0`` and ``--gamma 1.5`` are refused by
+    name.
     """
     from policies.checkpoint import load_policy
 
     with one_torch_thread():
         assert main(["train", "--out", str(tmp_path), *QUICK, "--hidden", "16", "8",
-                     "--final-std", "0.1"]) == 0  # fmt: skip
+                     "--final-std", "0.1", "--gamma", "0.995", "--gae-lambda", "0.9"]) == 0
     policy = load_policy(tmp_path / "policy_final.json")
     assert policy.meta["hidden"] == [16, 8]
+    assert (policy.meta["training"]["gamma"], policy.meta["training"]["gae_lambda"]) == (0.995, 0.9)
     assert [tuple(w.shape) for w in policy.actor.body.parameters() if w.ndim == 2][:2] == [
         (16, 38),
         (8, 16),
@@ -118,3 +121,6 @@ def test_train_cli_sets_the_network_widths_and_final_std(tmp_path, capsys):
     with one_torch_thread():
         assert main(["train", "--out", str(tmp_path / "bad"), *QUICK, "--hidden", "0"]) == 2
     assert "hidden must list layer widths >= 1" in capsys.readouterr().err
+    with one_torch_thread():
+        assert main(["train", "--out", str(tmp_path / "bad2"), *QUICK, "--gamma", "1.5"]) == 2
+    assert "gamma must be in (0, 1]" in capsys.readouterr().err
