@@ -108,8 +108,9 @@ def test_train_cli_sets_the_network_widths_final_std_and_discount(tmp_path, caps
     from policies.checkpoint import load_policy
 
     with one_torch_thread():
-        assert main(["train", "--out", str(tmp_path), *QUICK, "--hidden", "16", "8",
-                     "--final-std", "0.1", "--gamma", "0.995", "--gae-lambda", "0.9"]) == 0
+        options = ["--hidden", "16", "8", "--final-std", "0.1", "--gamma", "0.995",
+                   "--gae-lambda", "0.9"]  # fmt: skip
+        assert main(["train", "--out", str(tmp_path), *QUICK, *options]) == 0
     policy = load_policy(tmp_path / "policy_final.json")
     assert policy.meta["hidden"] == [16, 8]
     assert (policy.meta["training"]["gamma"], policy.meta["training"]["gae_lambda"]) == (0.995, 0.9)
