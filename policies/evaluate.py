@@ -67,6 +67,8 @@ class RunResult:
         cte: ``(T,)`` signed cross-track error along the run [m].
         s: ``(T,)`` arc length along the reference [m].
         speed: ``(T,)`` speed [m/s]; ``target``: ``(T,)`` target speed [m/s].
+        actions: ``(T, 2)`` the actions the car was given, ``[steer, accel]`` clipped to
+            ``[-1, 1]`` (steer + = right; accel + = throttle, - = brake) [1].
         frames: rendered frames (only when asked).
         wall_s: wall-clock time of the run [s].
         reference: the reference path driven (for plots).
@@ -85,6 +87,7 @@ class RunResult:
     s: np.ndarray
     speed: np.ndarray
     target: np.ndarray
+    actions: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     frames: list[np.ndarray] = field(default_factory=list)
     wall_s: float = 0.0
     reference: Any = None
@@ -159,7 +162,7 @@ def run_episode(
     start = getattr(policy, "start", None)
     if start is not None:
         start(env)
-    traj, cte, s, speed, target, frames = [], [], [], [], [], []
+    traj, cte, s, speed, target, actions, frames = [], [], [], [], [], [], []
     info: dict[str, Any] = {}
     truncated = False
     step = 0
@@ -171,6 +174,7 @@ def run_episode(
     while True:
         action = policy.act(np.asarray(obs, dtype=np.float32)[None])[0]
         obs, _, terminated, truncated, info = env.step(action)
+        actions.append(np.clip(np.asarray(action, dtype=np.float64).reshape(2), -1.0, 1.0))
         step += 1
         bar.update(lap, advance=1)
         traj.append((float(info["x"]), float(info["y"])))
@@ -196,6 +200,7 @@ def run_episode(
         s=np.asarray(s),
         speed=np.asarray(speed),
         target=np.asarray(target),
+        actions=np.asarray(actions, dtype=np.float64).reshape(-1, 2),
         frames=frames,
         wall_s=time.perf_counter() - t0,
         reference=getattr(env.unwrapped, "reference", None),

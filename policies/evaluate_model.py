@@ -274,7 +274,7 @@ def run_lap_batch(
         action = action.clamp(-1.0, 1.0)
         moved = cars.advance(action, task.surfaces, zero)
         out = task.step(moved.ego, action, fault=moved.fault)
-        trace.record(out.info, out.obs[:, 0], out.truncated, ended)
+        trace.record(out.info, out.obs[:, 0], action, out.truncated, ended)
         ended |= out.terminated | out.truncated
         ego, obs = moved.ego, out.obs
         bar.update(job, advance=1)
@@ -300,16 +300,21 @@ class _Trace:
         self.steps = 0
         names = ("x", "y", "cross_track_error", "s", "speed", "target_speed")
         self.cols = {k: torch.zeros(cap, n, dtype=torch.float64) for k in names}
+        self.actions = torch.zeros(cap, n, 2, dtype=torch.float64)
         self.last = {k: torch.zeros(n, dtype=torch.float64) for k in METRICS}
         self.flags = {k: torch.zeros(n, dtype=torch.bool) for k in (*_FLAGS, "truncated")}
         self.length = torch.zeros(n, dtype=torch.int64)
 
-    def record(self, info: dict[str, Tensor], speed: Tensor, truncated: Tensor, ended: Tensor
-               ) -> None:  # fmt: skip
-        """Store one step of every car still driving (cars that ended keep their last values)."""
+    def record(self, info: dict[str, Tensor], speed: Tensor, action: Tensor, truncated: Tensor,
+               ended: Tensor) -> None:  # fmt: skip
+        """Store one step of every car still driving (cars that ended keep their last values).
+
+        ``action`` is the ``(N, 2)`` action the cars were given this step.
+        """
         k, live = self.steps, ~ended
         for name, col in self.cols.items():
             col[k] = (speed if name == "speed" else info[name]).double()
+        self.actions[k] = action.double()
         for name in METRICS:
             self.last[name] = torch.where(live, info[f"episode/{name}"].double(), self.last[name])
         for name in _FLAGS:
@@ -333,5 +338,6 @@ class _Trace:
             s=col["s"],
             speed=col["speed"],
             target=col["target_speed"],
+            actions=self.actions[:t, car].numpy(),
             driver=driver,
         )

@@ -47,10 +47,14 @@ def lap_traces(result: RunResult) -> dict[str, np.ndarray]:
     ``s`` longer than :data:`WRAP_JUMP_M`, so the line breaks there.
 
     Returns:
-        ``s``, ``cte``, ``speed``, ``target``: ``(T + J,)`` arrays for ``J`` wraps [m, m, m/s, m/s].
+        ``s``, ``cte``, ``speed``, ``target``: ``(T + J,)`` arrays for ``J`` wraps [m, m, m/s, m/s];
+        and ``steer``, ``accel`` [1] when the run recorded its ``T`` actions.
     """
     names = ("s", "cte", "speed", "target")
     traces = {k: np.asarray(getattr(result, k), dtype=float) for k in names}
+    actions = np.asarray(result.actions, dtype=float).reshape(-1, 2)
+    if len(actions) and len(actions) == len(traces["s"]):
+        traces["steer"], traces["accel"] = actions[:, 0], actions[:, 1]
     wraps = np.flatnonzero(np.abs(np.diff(traces["s"])) > WRAP_JUMP_M) + 1
     return {k: np.insert(v, wraps, np.nan) for k, v in traces.items()}
 
@@ -126,7 +130,7 @@ def print_table(results: Sequence[RunResult], title: str) -> None:
 
 
 def plot_run(result: RunResult, path, layout, out: Path) -> list[Path]:
-    """Trajectory over the track (with surface patches) and errors along the lap."""
+    """Trajectory over the track (with surface patches); errors and actions along the lap."""
     from gym_s3.tracks.plot import figsize_for, new_axes, plot_track, save_plot
 
     tag = run_tag(result)
@@ -136,20 +140,27 @@ def plot_run(result: RunResult, path, layout, out: Path) -> list[Path]:
                ax=ax)  # fmt: skip
     files.append(out / f"trajectory_{tag}.png")
     save_plot(ax, str(files[-1]))
-    fig_ax = new_axes((9.0, 5.0))
+    lap = lap_traces(result)
+    fig_ax = new_axes((9.0, 7.0 if "steer" in lap else 5.0))
     fig = fig_ax.figure
     fig.clear()
-    top, bottom = fig.subplots(2, 1, sharex=True)
-    lap = lap_traces(result)
+    panels = fig.subplots(3 if "steer" in lap else 2, 1, sharex=True)
+    top, bottom = panels[0], panels[1]
     top.plot(lap["s"], lap["cte"], linewidth=1.0)
     top.axhline(0.0, color="k", linewidth=0.5)
     top.set_ylabel("cross-track error [m]")
     top.set_title(f"{result.env}: {tag} ({result.terminated_by})", fontsize=10)
     bottom.plot(lap["s"], lap["speed"], linewidth=1.0, label="speed")
     bottom.plot(lap["s"], lap["target"], linewidth=1.0, linestyle="--", label="target")
-    bottom.set_xlabel("arc length along the reference [m]")
     bottom.set_ylabel("speed [m/s]")
     bottom.legend(fontsize=8)
+    if "steer" in lap:  # what the driver did: a stall at rest with the brake on shows here
+        panels[2].plot(lap["s"], lap["steer"], linewidth=1.0, label="steer (+ right)")
+        panels[2].plot(lap["s"], lap["accel"], linewidth=1.0, label="accel (+ throttle, - brake)")
+        panels[2].set_ylim(-1.05, 1.05)
+        panels[2].set_ylabel("action [1]")
+        panels[2].legend(fontsize=8)
+    panels[-1].set_xlabel("arc length along the reference [m]")
     files.append(out / f"errors_{tag}.png")
     fig.savefig(files[-1], dpi=120)
     return files

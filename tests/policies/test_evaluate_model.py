@@ -77,6 +77,11 @@ def test_batched_laps_match_the_standin_env_lap_for_lap(both):
         assert b.metrics["steps"] == STEPS and b.terminated_by == "running"
         assert len(b.cte) == len(b.s) == len(b.speed) == len(b.target) == STEPS
         np.testing.assert_allclose(b.cte, a.cte, atol=1e-5)
+        # both record the action each car was given at every step, and the same ones
+        assert a.actions.shape == b.actions.shape == (STEPS, 2)
+        np.testing.assert_allclose(b.actions, a.actions, atol=1e-4)
+    # the expert's and the policy's actions on the same lap are told apart
+    assert np.abs(model[0].actions - model[1].actions).max() > 1e-2
     # the policy rows carry their ratio to the expert of the same lap, as in the env's table
     for a, b in zip(env, model, strict=True):
         assert a.vs_expert.keys() == b.vs_expert.keys()

@@ -95,18 +95,25 @@ def test_lap_plots_break_the_line_where_the_arc_length_wraps():
 
     # over the start line, rolled back over it (a forward jump of the wrapped s), over it again
     s = np.array([3290.0, 3300.0, 0.4, 1.0, 3299.5, 0.2])
-    run = RunResult("x", {}, {}, "completed", np.zeros((6, 2)), s * 0.01, s, s + 1.0, s + 2.0)
+    actions = np.stack([np.linspace(-1.0, 1.0, 6), np.linspace(0.5, -0.5, 6)], axis=-1)
+    run = RunResult("x", {}, {}, "completed", np.zeros((6, 2)), s * 0.01, s, s + 1.0, s + 2.0,
+                    actions=actions)  # fmt: skip
     lap = lap_traces(run)
     assert np.flatnonzero(np.isnan(lap["s"])).tolist() == [2, 5, 7]
     for key in ("cte", "speed", "target"):
         kept = lap[key][~np.isnan(lap["s"])]
         assert np.isnan(lap[key][[2, 5, 7]]).all() and np.allclose(kept, getattr(run, key))
+    # the actions break with them: steer is column 0, accel column 1
+    for key, column in (("steer", 0), ("accel", 1)):
+        kept = lap[key][~np.isnan(lap["s"])]
+        assert np.isnan(lap[key][[2, 5, 7]]).all() and np.allclose(kept, actions[:, column])
     # small backward steps (projection noise, a car sliding back) are not wraps
     noisy = np.array([100.0, 100.4, 99.9, 101.0])
     kept = lap_traces(RunResult("x", {}, {}, "off_track", np.zeros((4, 2)), *[noisy] * 4))
     assert not np.isnan(kept["s"]).any()
     empty = lap_traces(RunResult("x", {}, {}, "off_track", np.zeros((0, 2)), *[np.zeros(0)] * 4))
     assert all(v.shape == (0,) for v in empty.values())
+    assert "steer" not in kept and "steer" not in empty  # runs without recorded actions
 
 
 def test_results_saved_before_a_metric_existed_still_make_a_table():
