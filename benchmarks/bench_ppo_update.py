@@ -24,29 +24,18 @@ Nothing is asserted; medians of ``--repeats`` steps after ``--warmup``.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_frenet import median_ms  # noqa: E402
 
 from policies.config import preset  # noqa: E402
 from policies.ppo import build_loss, build_modules, minibatch_loss  # noqa: E402
-
-
-def _median_ms(step, repeats: int, warmup: int) -> float:
-    """Median wall time of ``step()`` [ms]."""
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
 
 
 def _batch(cfg, actor, critic, size: int):
@@ -114,9 +103,9 @@ def main(argv: list[str] | None = None) -> None:
             actor_net(obs)
             critic_net(obs)
 
-    ppo_ms = _median_ms(ppo_step, args.repeats, args.warmup)
-    networks_ms = _median_ms(networks_step, args.repeats, args.warmup)
-    forward_ms = _median_ms(forward_only, args.repeats, args.warmup)
+    ppo_ms = median_ms(ppo_step, args.repeats, args.warmup)
+    networks_ms = median_ms(networks_step, args.repeats, args.warmup)
+    forward_ms = median_ms(forward_only, args.repeats, args.warmup)
     print(f"preset {args.preset}, minibatch {size}, hidden {cfg.hidden}, epochs {cfg.epochs}, "
           f"{torch.get_num_threads()} threads")  # fmt: skip
     print(f"  ppo step (ClipPPOLoss, backward, clip, Adam) {ppo_ms:8.2f} ms per minibatch")
