@@ -1,12 +1,13 @@
 """Where a PPO update's time goes: TorchRL's clipped loss against the networks' own arithmetic.
 
 ``s3 train`` spends most of its wall-clock time in the PPO epochs, not in the env
-(``bench_ppo.py``: training / env-only 0.18-0.21 at N = 2048 with six epochs). This benchmark
+(``bench_ppo.py``: training / env-only 0.20-0.22 at N = 2048 with six epochs). This benchmark
 times one minibatch gradient step of a preset's networks on a random batch, three ways:
 
 * **ppo step**: what ``s3 train`` runs per minibatch (``policies.ppo.build_loss`` +
   ``minibatch_loss``: TorchRL ``ClipPPOLoss`` with the ``TanhNormal`` actor and the critic, then
-  backward, gradient clipping and Adam);
+  backward, gradient clipping and Adam; not the minibatch gather and the loss read-outs, so
+  slightly less than the trainer's step);
 * **networks only**: forward and backward of the same actor and critic MLPs through their
   normalisers with a plain sum as the loss, then Adam: the matrix products any PPO update of
   these networks must do;
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_frenet import median_ms  # noqa: E402
 
-from policies.config import preset  # noqa: E402
+from policies.config import PRESETS, preset  # noqa: E402
 from policies.ppo import build_loss, build_modules, minibatch_loss  # noqa: E402
 
 
@@ -60,9 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         description=__doc__.splitlines()[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument(
-        "--preset", default="ddm", help="PPO preset (bicycle, ddm, trans, dytr, oracle)"
-    )
+    parser.add_argument("--preset", default="ddm", choices=sorted(PRESETS), help="PPO preset")
     parser.add_argument("--minibatch-size", type=int, default=None,
                         help="frames per gradient step [count]; omitted: the preset's")  # fmt: skip
     parser.add_argument("--env-steps-per-s", type=float, default=None,

@@ -68,7 +68,9 @@ class RunResult:
         s: ``(T,)`` arc length along the reference [m].
         speed: ``(T,)`` speed [m/s]; ``target``: ``(T,)`` target speed [m/s].
         actions: ``(T, 2)`` the actions the car was given, ``[steer, accel]`` clipped to
-            ``[-1, 1]`` (steer + = right; accel + = throttle, - = brake) [1].
+            ``[-1, 1]``, non-finite entries as the 0 the env applies (steer + = right; accel
+            + = throttle, - = brake) [1]; ``(0, 2)`` for rows that summarise many episodes
+            (label sets).
         frames: rendered frames (only when asked).
         wall_s: wall-clock time of the run [s].
         reference: the reference path driven (for plots).
@@ -174,7 +176,10 @@ def run_episode(
     while True:
         action = policy.act(np.asarray(obs, dtype=np.float32)[None])[0]
         obs, _, terminated, truncated, info = env.step(action)
-        actions.append(np.clip(np.asarray(action, dtype=np.float64).reshape(2), -1.0, 1.0))
+        given = np.nan_to_num(
+            np.asarray(action, dtype=np.float64).reshape(2), nan=0.0, posinf=0.0, neginf=0.0
+        )  # as the env sanitises it
+        actions.append(np.clip(given, -1.0, 1.0))
         step += 1
         bar.update(lap, advance=1)
         traj.append((float(info["x"]), float(info["y"])))

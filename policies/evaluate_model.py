@@ -294,7 +294,7 @@ def run_lap_batch(
 
 
 class _Trace:
-    """Per-step traces ``(T, N)`` of a batch and each car's values at its last step."""
+    """Per-step traces ``(T, N)`` (actions ``(T, N, 2)``) of a batch and each car's last values."""
 
     def __init__(self, n: int, cap: int) -> None:
         self.steps = 0

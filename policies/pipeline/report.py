@@ -153,7 +153,8 @@ def _images(folder: Path, root: Path) -> list[str]:
 #: what each kind of figure shows, by the start of its file name
 _FIGURE_KINDS = {
     "trajectory": "driven line over the track and its surfaces",
-    "errors": "cross-track error and speed against the target along the lap",
+    "errors": "cross-track error, speed against the target and the driver's steering and pedal "
+    "along the lap",
     "run": "animation of the run (top-down view)",
     "labels": "share of the route covered and mean cross-track error per scenario label",
 }

@@ -161,8 +161,8 @@ def test_report_marks_unreached_patches_captions_figures_and_renders_markdown(tm
     assert "asphalt +4 ice (seed 1) |" in table
     caption = figure_caption("evaluate/ddm/errors_asphalt_p4_s1.png")
     assert caption == ("Policy 'ddm' in S3BeamNG-v0 on the open stand-in (asphalt, 4 ice patches, "
-                       "patch seed 1): cross-track error and speed against the target along "
-                       "the lap.")  # fmt: skip
+                       "patch seed 1): cross-track error, speed against the target and the "
+                       "driver's steering and pedal along the lap.")  # fmt: skip
     page = _to_html("# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![x](x.png)\n\n*Figure 1. c*\n")
     assert "<table>" in page and "<td>1</td>" in page and '<img src="x.png"' in page
     assert "<em>Figure 1. c</em>" in page
