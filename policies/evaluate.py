@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 
+from gym_s3.envs.actions import sanitize_action
 from gym_s3.progress import progress_bar
 from policies.checkpoint import Policy
 
@@ -176,10 +178,8 @@ def run_episode(
     while True:
         action = policy.act(np.asarray(obs, dtype=np.float32)[None])[0]
         obs, _, terminated, truncated, info = env.step(action)
-        given = np.nan_to_num(
-            np.asarray(action, dtype=np.float64).reshape(2), nan=0.0, posinf=0.0, neginf=0.0
-        )  # as the env sanitises it
-        actions.append(np.clip(given, -1.0, 1.0))
+        given, _ = sanitize_action(torch.as_tensor(action, dtype=torch.float64).reshape(1, 2))
+        actions.append(given[0].numpy())  # as the env applies it: clipped, non-finite -> 0
         step += 1
         bar.update(lap, advance=1)
         traj.append((float(info["x"]), float(info["y"])))
