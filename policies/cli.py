@@ -111,6 +111,10 @@ def _register_train(subparsers: Any) -> None:
     p.add_argument("--hidden", nargs="+", type=int, default=None, metavar="WIDTH",
                    help="hidden layer widths of the actor and the critic, e.g. '128 128'; "
                    + preset_values(PRESETS, "hidden"))  # fmt: skip
+    p.add_argument("--tracks", nargs="+", default=None, metavar="TRACK",
+                   help="tracks of the scenario pool (putnam, procedural:<seed>, town:<seed>, "
+                   "or a track file); keep evaluation tracks out of it; "
+                   + preset_values(PRESETS, "tracks"))  # fmt: skip
     p.add_argument("--logs", nargs="+", default=None, metavar="PATH",
                    help="driving logs (dataset folders or episode files) whose expert "
                    "trajectories join the scenario pool; "
@@ -217,7 +221,7 @@ def _run_train(args: argparse.Namespace) -> int:
     use_threads(args.threads)
     overrides = {k: v for k, v in vars(args).items()
                  if k in preset(args.preset).__dataclass_fields__ and v is not None}  # fmt: skip
-    for name in ("logs", "hidden"):
+    for name in ("logs", "hidden", "tracks"):
         if name in overrides:
             overrides[name] = tuple(overrides[name])
     if "reward" in overrides:

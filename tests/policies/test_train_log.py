@@ -98,22 +98,24 @@ def test_eval_tracks_must_be_held_out():
     assert preset("tiny", eval_tracks=("putnam",), eval_every=0).eval_every == 0
 
 
-def test_train_cli_sets_the_network_widths_final_std_and_discount(tmp_path, capsys):
-    """``--hidden 16 8 --final-std 0.1 --gamma 0.995 --gae-lambda 0.9`` reach the run.
+def test_train_cli_sets_the_network_widths_final_std_discount_and_tracks(tmp_path, capsys):
+    """Network widths, exploration noise, discount and pool tracks of ``s3 train`` reach the run.
 
+    ``--hidden 16 8 --final-std 0.1 --gamma 0.995 --gae-lambda 0.9 --tracks town:0``.
     The saved policy has those layers and that exploration noise, its sidecar records the
-    discount and lambda it was trained with; ``--hidden 0`` and ``--gamma 1.5`` are refused by
-    name.
+    discount, lambda and pool tracks it was trained with; ``--hidden 0``, ``--gamma 1.5`` and a
+    pool track that is also the quick evaluation's held-out track are refused by name.
     """
     from policies.checkpoint import load_policy
 
     with one_torch_thread():
         options = ["--hidden", "16", "8", "--final-std", "0.1", "--gamma", "0.995",
-                   "--gae-lambda", "0.9"]  # fmt: skip
+                   "--gae-lambda", "0.9", "--tracks", "town:0"]  # fmt: skip
         assert main(["train", "--out", str(tmp_path), *QUICK, *options]) == 0
     policy = load_policy(tmp_path / "policy_final.json")
     assert policy.meta["hidden"] == [16, 8]
     assert (policy.meta["training"]["gamma"], policy.meta["training"]["gae_lambda"]) == (0.995, 0.9)
+    assert policy.meta["training"]["tracks"] == ["town:0"]
     assert [tuple(w.shape) for w in policy.actor.body.parameters() if w.ndim == 2][:2] == [
         (16, 38),
         (8, 16),
@@ -125,3 +127,7 @@ def test_train_cli_sets_the_network_widths_final_std_and_discount(tmp_path, caps
     with one_torch_thread():
         assert main(["train", "--out", str(tmp_path / "bad2"), *QUICK, "--gamma", "1.5"]) == 2
     assert "gamma must be in (0, 1]" in capsys.readouterr().err
+    with one_torch_thread():
+        bad = ["--tracks", "putnam", "procedural:100"]  # procedural:100: the quick evaluation's
+        assert main(["train", "--out", str(tmp_path / "bad3"), *QUICK, *bad]) == 2
+    assert "held out" in capsys.readouterr().err
