@@ -63,10 +63,6 @@ def evaluate_distilled_laps(
         time_limit_s: lap time limit [s] (default: twice the reference lap time of the layout).
         expert: also drive every lap with the scripted expert.
     """
-    import gymnasium as gym
-
-    import gym_s3  # noqa: F401  (registers the ids)
-    from gym_s3.task import lap_task
     from gym_s3.tracks.lap_layouts import lap_layout
     from gym_s3.tracks.registry import cached_track
 
@@ -77,11 +73,9 @@ def evaluate_distilled_laps(
 
     def make_env(surface: str, patches: int, obs_mode: str) -> Any:
         layout = layouts[surface, patches] = lap_layout(reference, surface, patches, seed)
-        return gym.make("S3Distilled-v0", backend=backend, checkpoint=checkpoint, device=device,
-                        tracks=(track,), layouts=(layout,), starts=(0.0,),
-                        task=lap_task(time_limit_s, obs_mode=obs_mode), seed=seed,
-                        render_mode="rgb_array" if render_every else None,
-                        disable_env_checker=True)  # fmt: skip
+        return distilled_lap_env(track, layout, backend=backend, obs_mode=obs_mode, seed=seed,
+                                 checkpoint=checkpoint, device=device, time_limit_s=time_limit_s,
+                                 render=bool(render_every))  # fmt: skip
 
     results = drive_laps(make_env, lap_drivers(policy, expert, seed), f"S3Distilled-v0/{backend}",
                          surfaces=surfaces, ice_patches=ice_patches, track=track, seed=seed,
@@ -91,6 +85,37 @@ def evaluate_distilled_laps(
         res.reference = reference
         res.layout = layouts[res.condition["surface"], res.condition["ice_patches"]]
     return results
+
+
+def distilled_lap_env(
+    track: str,
+    layout: Any,
+    *,
+    backend: str,
+    obs_mode: str,
+    seed: int = 0,
+    checkpoint: str | None = None,
+    device: str = "cpu",
+    time_limit_s: float | None = None,
+    render: bool = False,
+) -> Any:
+    """One lap of ``track`` in ``S3Distilled-v0``: standing start at the line's start, ``layout``.
+
+    The single-car env of :func:`evaluate_distilled_laps` (lap task of ``S3BeamNG-v0``: time limit
+    twice the reference lap unless ``time_limit_s`` [s], stall rule); ``layout`` is a
+    :class:`~gym_s3.tracks.surfaces.SurfaceLayout` (e.g. from
+    :func:`~gym_s3.tracks.lap_layouts.lap_layout`).
+    """
+    import gymnasium as gym
+
+    import gym_s3  # noqa: F401  (registers the ids)
+    from gym_s3.task import lap_task
+
+    return gym.make("S3Distilled-v0", backend=backend, checkpoint=checkpoint, device=device,
+                    tracks=(track,), layouts=(layout,), starts=(0.0,),
+                    task=lap_task(time_limit_s, obs_mode=obs_mode), seed=seed,
+                    render_mode="rgb_array" if render else None,
+                    disable_env_checker=True)  # fmt: skip
 
 
 def evaluate_labels(

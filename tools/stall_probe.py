@@ -1,0 +1,77 @@
+"""Which part of its observation makes a policy brake where its car stalled? (policies/probes.py).
+
+Drives one lap in ``S3Distilled-v0`` (the policy's backend unless ``--backend``; standing start,
+the lap task of ``S3BeamNG-v0``), keeps the observation once the car has stood still for
+``--standing-s`` seconds after it first got going, and prints the policy's action on that
+observation with one group of features edited at a time. An edit that turns brake into throttle
+names what the policy brakes for.
+
+    python tools/stall_probe.py ddm --track town:52 --surface ice
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+from gym_s3.errors import S3Error
+from gym_s3.spec import CONTROL_DT_S
+from policies.checkpoint import resolve_policy
+from policies.evaluate_distilled import distilled_lap_env
+from policies.probes import find_stall, probe_stall
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the probe; exit status 0 (1 when the car never stalled, 2 on bad input)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
+    p.add_argument("policy", help="shipped policy name or checkpoint path")
+    p.add_argument("--track", default="town:52", help="track of the lap")
+    p.add_argument("--surface", default="ice",
+                   help="lap surface (a base surface, or 'asphalt>ice')")  # fmt: skip
+    p.add_argument("--ice-patches", type=int, default=0, help="ice patches on the lap [count]")
+    p.add_argument("--seed", type=int, default=0, help="seed of the lap (patch placement, reset)")
+    p.add_argument("--backend", default=None,
+                   help="dynamics backend of S3Distilled-v0; none: the policy's own")  # fmt: skip
+    p.add_argument("--standing-s", type=float, default=2.0,
+                   help="how long the car must have stood (below 0.5 m/s) [s]")  # fmt: skip
+    args = p.parse_args(argv)
+    console = Console()
+    try:
+        from gym_s3.tracks.lap_layouts import lap_layout
+        from gym_s3.tracks.registry import cached_track
+
+        name, policy = resolve_policy(args.policy)
+        backend = args.backend or policy.backend
+        layout = lap_layout(cached_track(args.track), args.surface, args.ice_patches, args.seed)
+        env = distilled_lap_env(args.track, layout, backend=backend, obs_mode=policy.obs_mode,
+                                seed=args.seed)  # fmt: skip
+        stall = find_stall(policy, env, standing_s=args.standing_s, seed=args.seed)
+    except S3Error as err:
+        console.print(f"[red]error:[/red] {err}")
+        return 2
+    where = f"{args.track} {args.surface}" + (f"+{args.ice_patches}" if args.ice_patches else "")
+    if stall is None:
+        console.print(f"{name} on {where} in S3Distilled-v0/{backend}: the car never stood "
+                      f"{args.standing_s:g} s after it got going")  # fmt: skip
+        return 1
+    console.print(
+        f"{name} on {where} in S3Distilled-v0/{backend}: standing at step {stall.step} "
+        f"({stall.step * CONTROL_DT_S:.1f} s), speed {stall.feature('v_long'):.2f} m/s, "
+        f"cross-track {stall.feature('cross_track_error'):+.2f} m (+ left), heading error "
+        f"{stall.feature('heading_error'):+.2f} rad, speed error "
+        f"{stall.feature('speed_error'):+.2f} m/s"
+    )
+    table = Table(title="the policy's action on the edited observation")
+    for col in ("edit", "steer (+ right)", "accel (+ throttle)"):
+        table.add_column(col, justify="left" if col == "edit" else "right")
+    for probe, action in probe_stall(policy, stall).items():
+        table.add_row(probe, f"{action[0]:+.2f}", f"{action[1]:+.2f}")
+    console.print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
