@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from gym_s3.errors import ConfigError
 from gym_s3.spec import CONTROL_DT_S, LOOKAHEAD_M, observation_features
 from policies.checkpoint import Policy
 
@@ -126,7 +127,15 @@ def find_stall(
 
     Returns:
         The :class:`Stall`, or ``None`` when the car never stood that long.
+
+    Raises:
+        ConfigError: ``standing_s`` or ``stall_speed_mps`` is not a positive number.
     """
+    if not (standing_s > 0 and stall_speed_mps > 0):
+        raise ConfigError(
+            f"standing_s [s] and stall_speed_mps [m/s] must be positive numbers, got "
+            f"{standing_s} and {stall_speed_mps}"
+        )
     names = tuple(f.name for f in observation_features(policy.obs_mode))
     speed = names.index("v_long")
     need = max(1, round(standing_s / CONTROL_DT_S))

@@ -50,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
                                 seed=args.seed)  # fmt: skip
         stall = find_stall(policy, env, standing_s=args.standing_s, seed=args.seed)
     except S3Error as err:
-        console.print(f"[red]error:[/red] {err}")
-        return 2
+        p.error(str(err))  # names the setting, track, surface or policy; exit status 2
     where = f"{args.track} {args.surface}" + (f"+{args.ice_patches}" if args.ice_patches else "")
     if stall is None:
         console.print(f"{name} on {where} in S3Distilled-v0/{backend}: the car never stood "

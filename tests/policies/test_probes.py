@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from torch_helpers import one_torch_thread
 
+from gym_s3.errors import ConfigError
 from gym_s3.spec import LOOKAHEAD_M, feature_index, observation_bounds, observation_features
 from policies.probes import PROBES, Stall, find_stall, probe_stall
 
@@ -88,3 +89,5 @@ def test_find_stall_starts_the_clock_only_after_the_car_got_going():
     assert stall.feature("v_long") < 0.5
     assert stall.step > 40 + 40  # 2 s of standing after braking from speed
     assert stall.action[1] == -1.0
+    with pytest.raises(ConfigError, match="standing_s"):
+        find_stall(Scripted(go=40), env, standing_s=-1.0)
