@@ -85,6 +85,16 @@ class BackendState:
 
         return self._combine(other, sel)
 
+    def rows(self, rows: Tensor) -> BackendState:
+        """The ``R`` cars ``rows`` ``(R,)`` of the state (copies)."""
+        return BackendState(
+            pose=self.pose[rows],
+            vel=self.vel[rows],
+            history=self.history[rows],
+            extra={k: v[rows] for k, v in self.extra.items()},
+            fault=None if self.fault is None else self.fault[rows],
+        )
+
     def index_copy(self, rows: Tensor, other: BackendState) -> BackendState:
         """A copy with rows ``rows`` ``(R,)`` replaced by the ``R`` cars of ``other``."""
         return self._combine(other, lambda a, b: a.index_copy(0, rows, b.to(a.dtype)))
@@ -135,27 +145,48 @@ def integrate_pose(pose: Tensor, vel_old: Tensor, vel_new: Tensor, dt: float) ->
     return torch.stack([pose[:, 0] + dx, pose[:, 1] + dy, pose[:, 2] + dt * mean[:, 2]], dim=-1)
 
 
-def guard(state: BackendState, candidate: BackendState) -> BackendState:
+def guard(state: BackendState, candidate: BackendState, *, sync_free: bool | None = None) -> BackendState:
     """Keep ``candidate`` where it is finite and within physical bounds, else freeze and flag.
 
     A car whose new state is non-finite, faster than :data:`MAX_SPEED` or spinning faster than
     :data:`MAX_YAW_RATE` keeps its previous (finite) state with zero velocity and gets
     ``fault = True``; the environments terminate such cars.
+
+    Args:
+        state: the N cars before the step.
+        candidate: the N cars after it (its ``fault`` is kept where the car is sound).
+        sync_free: select every tensor row-wise with ``torch.where`` (no host synchronisation:
+            accelerators and compiled graphs). ``None`` chooses it everywhere but the eager CPU,
+            where reading the bad rows costs nothing: there the state is the candidate itself
+            when every car is sound (the usual step) and only the bad rows are frozen otherwise.
+            Both give the same values; the row-wise selection copies every tensor of the state
+            each step (the attention caches of ``trans`` and ``dytr`` too).
     """
     ok = torch.isfinite(candidate.pose).all(-1) & torch.isfinite(candidate.vel).all(-1)
     ok &= candidate.vel[:, :2].norm(dim=-1) <= MAX_SPEED
     ok &= candidate.vel[:, 2].abs() <= MAX_YAW_RATE
-    frozen = BackendState(
+    candidate.fault = torch.zeros_like(ok) if candidate.fault is None else candidate.fault
+    if sync_free is None:
+        sync_free = ok.device.type != "cpu" or torch.compiler.is_compiling()
+    if sync_free:
+        return _frozen(state).where(ok, candidate)
+    bad = torch.nonzero(~ok).squeeze(-1)
+    if bad.numel() == 0:
+        return candidate
+    return candidate.index_copy(bad, _frozen(state.rows(bad)))
+
+
+def _frozen(state: BackendState) -> BackendState:
+    """``state`` at rest and flagged: finite pose, history and caches, zero velocity, ``fault``."""
+    return BackendState(
         pose=torch.nan_to_num(state.pose),
         vel=torch.zeros_like(state.vel),
         history=torch.nan_to_num(state.history),
         extra={
             k: torch.nan_to_num(v) if v.is_floating_point() else v for k, v in state.extra.items()
         },
-        fault=torch.ones_like(ok),
+        fault=torch.ones(state.pose.shape[0], dtype=torch.bool, device=state.pose.device),
     )
-    candidate.fault = torch.zeros_like(ok) if candidate.fault is None else candidate.fault
-    return frozen.where(ok, candidate)
 
 
 def shift_history(history: Tensor, newest: Tensor) -> Tensor:

@@ -1,0 +1,78 @@
+"""The runaway guard of every backend step: which cars it freezes, and its two equal paths."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from gym_s3.dynamics.base import MAX_SPEED, MAX_YAW_RATE, BackendState, guard
+
+
+def _state(n: int, seed: int) -> BackendState:
+    """N cars with a history and a strided attention-like cache (as ``trans`` keeps one)."""
+    g = torch.Generator().manual_seed(seed)
+    cache = torch.randn(n, 4, 6, generator=g)
+    return BackendState(
+        pose=torch.randn(n, 3, generator=g),
+        vel=torch.rand(n, 3, generator=g) * torch.tensor([30.0, 1.0, 1.0]),
+        history=torch.randn(n, 5, 9, generator=g),
+        extra={"k0": cache[..., :3], "v0": cache[..., 3:], "step": torch.arange(n)},
+        fault=torch.zeros(n, dtype=torch.bool),
+    )
+
+
+def _broken(n: int) -> tuple[BackendState, BackendState, torch.Tensor]:
+    """Before / after states of N cars where cars 1, 4, 6 and 7 ran away; their fault mask."""
+    before, after = _state(n, 0), _state(n, 1)
+    before.history[4, 2, 3] = math.nan  # a damaged history row is cleaned when frozen
+    before.extra["k0"][6, 0, 0] = math.inf
+    after.pose[1, 0] = math.nan
+    after.vel[4, 0] = MAX_SPEED + 1.0
+    after.vel[6, 2] = -(MAX_YAW_RATE + 0.5)
+    after.vel[7, 1] = math.inf
+    bad = torch.zeros(n, dtype=torch.bool)
+    bad[[1, 4, 6, 7]] = True
+    return before, after, bad
+
+
+@pytest.mark.parametrize("sync_free", [True, False])
+def test_guard_freezes_exactly_the_runaway_cars(sync_free: bool) -> None:
+    """Bad cars keep their previous pose at rest, cleaned and flagged; the others are untouched."""
+    n = 9
+    before, after, bad = _broken(n)
+    expected = _state(n, 1)
+    out = guard(before, after, sync_free=sync_free)
+    assert torch.equal(out.fault, bad)
+    good = ~bad
+    assert torch.equal(out.pose[good], expected.pose[good])
+    assert torch.equal(out.vel[good], expected.vel[good])
+    assert torch.equal(out.extra["k0"][good], expected.extra["k0"][good])
+    assert torch.equal(out.pose[bad], torch.nan_to_num(before.pose[bad]))
+    assert torch.equal(out.vel[bad], torch.zeros(4, 3))
+    assert torch.equal(out.history[bad], torch.nan_to_num(before.history[bad]))
+    assert torch.equal(out.extra["k0"][bad], torch.nan_to_num(before.extra["k0"][bad]))
+    assert torch.equal(out.extra["step"], torch.arange(n))
+    for t in out.tensors().values():
+        if t.is_floating_point():
+            assert torch.isfinite(t).all()
+
+
+def test_both_paths_give_the_same_state() -> None:
+    """The eager-CPU path (bad rows only) and the row-wise ``where`` path agree bit for bit."""
+    a = guard(*_broken(9)[:2], sync_free=True).tensors()
+    b = guard(*_broken(9)[:2], sync_free=False).tensors()
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+def test_sound_cars_pass_through_and_keep_their_fault() -> None:
+    """With no runaway car the step's own state comes back (its earlier fault flags kept)."""
+    before, after = _state(5, 0), _state(5, 1)
+    after.fault = torch.tensor([False, True, False, False, False])
+    out = guard(before, after)
+    assert torch.equal(out.fault, after.fault)
+    for key, t in out.tensors().items():
+        assert torch.equal(t, after.tensors()[key]), key
