@@ -145,7 +145,9 @@ def integrate_pose(pose: Tensor, vel_old: Tensor, vel_new: Tensor, dt: float) ->
     return torch.stack([pose[:, 0] + dx, pose[:, 1] + dy, pose[:, 2] + dt * mean[:, 2]], dim=-1)
 
 
-def guard(state: BackendState, candidate: BackendState, *, sync_free: bool | None = None) -> BackendState:
+def guard(
+    state: BackendState, candidate: BackendState, *, sync_free: bool | None = None
+) -> BackendState:
     """Keep ``candidate`` where it is finite and within physical bounds, else freeze and flag.
 
     A car whose new state is non-finite, faster than :data:`MAX_SPEED` or spinning faster than
