@@ -161,8 +161,10 @@ def guard(
             accelerators and compiled graphs). ``None`` chooses it everywhere but the eager CPU,
             where reading the bad rows costs nothing: there the state is the candidate itself
             when every car is sound (the usual step) and only the bad rows are frozen otherwise.
-            Both give the same values; the row-wise selection copies every tensor of the state
-            each step (the attention caches of ``trans`` and ``dytr`` too).
+            Both give the same values (for the same dtypes and ``extra`` keys, as every backend
+            step has); the row-wise selection copies every tensor of the state each step (the
+            attention caches of ``trans`` and ``dytr`` too), while the CPU path returns the
+            candidate's own tensors, so a backend's ``predict`` must return tensors of its own.
     """
     ok = torch.isfinite(candidate.pose).all(-1) & torch.isfinite(candidate.vel).all(-1)
     ok &= candidate.vel[:, :2].norm(dim=-1) <= MAX_SPEED
@@ -229,7 +231,10 @@ class DynamicsBackend(nn.Module, ABC):
             extra: backend-specific state.
 
         Returns:
-            ``(vel_next (N, 3), extra_next)``.
+            ``(vel_next (N, 3), extra_next)``, tensors made by this call: never ``history``,
+            ``extra`` or one of their tensors handed back unchanged (views of tensors made here
+            are fine). :meth:`step` passes them on without a copy, and the env writes reset rows
+            into the state in place.
         """
 
     def initial_extra(self, n: int, device: torch.device, dtype: torch.dtype) -> dict[str, Tensor]:

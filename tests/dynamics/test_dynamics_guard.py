@@ -6,7 +6,9 @@ import math
 
 import pytest
 import torch
+from dynamics_helpers import BACKENDS, build, random_rows
 
+from gym_s3.dynamics import state_from_window
 from gym_s3.dynamics.base import MAX_SPEED, MAX_YAW_RATE, BackendState, guard
 
 
@@ -76,3 +78,20 @@ def test_sound_cars_pass_through_and_keep_their_fault() -> None:
     assert torch.equal(out.fault, after.fault)
     for key, t in out.tensors().items():
         assert torch.equal(t, after.tensors()[key]), key
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_step_shares_no_tensor_with_the_state_it_came_from(name: str) -> None:
+    """Every backend's step returns tensors of its own (the guard passes them on uncopied).
+
+    The env writes reset rows into its state in place; a backend that handed back one of its
+    input tensors would make that write change the previous state as well.
+    """
+    backend = build(name)
+    before = state_from_window(
+        backend, random_rows(6, backend.history_length + 1), torch.zeros(6, 3)
+    )
+    after = backend.step(before, torch.zeros(6, 2), torch.full((6, 4), 0.8))
+    old = {t.untyped_storage().data_ptr() for t in before.tensors().values()}
+    for key, t in after.tensors().items():
+        assert t.untyped_storage().data_ptr() not in old, f"{name}: {key} is the input's tensor"
