@@ -44,9 +44,15 @@ class ResetRows:
         """Whether an indexed selector has no car (a masked one is never treated as empty)."""
         return self.rows is not None and self.rows.numel() == 0
 
-    def pick(self, full: Tensor) -> Tensor:
-        """The selected cars' rows of an ``(N, ...)`` tensor (all of it for a masked selector)."""
-        return full if self.rows is None else full[self.rows]
+    def pick(self, full: Any) -> Any:
+        """The selected cars' rows of ``full`` (all of it for a masked selector).
+
+        ``full`` is an ``(N, ...)`` tensor or a batch object with ``rows(rows)``
+        (:class:`~gym_s3.dynamics.BackendState`).
+        """
+        if self.rows is None:
+            return full
+        return full[self.rows] if isinstance(full, Tensor) else full.rows(self.rows)
 
     def put(self, old: Any, new: Any) -> Any:
         """``old`` with the selected cars' rows replaced by ``new``.

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from gym_s3.observations import EgoState
+from gym_s3.rows import ResetRows
 from gym_s3.spec import CONTROL_DT_S
 
 #: Features of one history step, in order: body velocities [m/s, m/s, rad/s], the action applied
@@ -172,12 +173,10 @@ def guard(
     candidate.fault = torch.zeros_like(ok) if candidate.fault is None else candidate.fault
     if sync_free is None:
         sync_free = ok.device.type != "cpu" or torch.compiler.is_compiling()
-    if sync_free:
-        return _frozen(state).where(ok, candidate)
-    bad = torch.nonzero(~ok).squeeze(-1)
-    if bad.numel() == 0:
+    bad = ResetRows(~ok) if sync_free else ResetRows.indexed(~ok)
+    if bad.empty:
         return candidate
-    return candidate.index_copy(bad, _frozen(state.rows(bad)))
+    return bad.put(candidate, _frozen(bad.pick(state)))
 
 
 def _frozen(state: BackendState) -> BackendState:
