@@ -29,7 +29,7 @@ from torch import Tensor
 from gym_s3.errors import ConfigError
 from gym_s3.tracks.arcs import arc_offset, project_on_arc
 from gym_s3.tracks.frenet import Frenet, PathSample
-from gym_s3.tracks.padded import Location, PaddedTables, as_column, lerp_slots, take
+from gym_s3.tracks.padded import Location, PaddedTables, as_column, lerp_slots, periodic, take
 
 if TYPE_CHECKING:  # pragma: no cover
     from gym_s3.tracks.path import ReferencePath
@@ -183,21 +183,23 @@ class PathBank:
     def wrap_s(self, pid: Tensor, s: Tensor) -> Tensor:
         """Arc length wrapped into ``[0, length)`` on closed paths, unchanged on open ones."""
         closed = self._per_row(self.closed, pid, s)
-        return torch.where(closed, torch.remainder(s, self._per_row(self.length, pid, s)), s)
+        return torch.where(closed, periodic(s, self._per_row(self.length, pid, s)), s)
 
     def locate(self, pid: Tensor, s: Tensor) -> Location:
         """Arc lengths ``s`` ``(N,)`` or ``(N, J)`` to the segment they lie on (:class:`Location`).
 
         On open paths the index is clamped to ``[0, M - 2]`` so points outside the path
-        extrapolate along the first or last segment.
+        extrapolate along the first or last segment. On closed paths ``s`` is wrapped into
+        ``[0, L]`` (the remainder can round up to ``L`` itself, e.g. for ``s`` a hair below 0 or
+        below ``L``), and the index to ``[0, M - 1]``: such a point lies at the end of the closing
+        segment (sample 0), not ``L`` past the start of segment 0.
         """
         s = s.to(device=self.device, dtype=self.dtype)
         closed = self._per_row(self.closed, pid, s)
         ds = self._per_row(self.ds, pid, s)
-        m = self._per_row(self.num_samples, pid, s)
-        s = torch.where(closed, torch.remainder(s, self._per_row(self.length, pid, s)), s)
-        idx = torch.floor(s / ds).to(torch.int64)
-        idx = torch.where(closed, torch.remainder(idx, m), torch.minimum(idx.clamp(min=0), m - 2))
+        last = self._per_row(self.num_samples - 2 + self.closed.to(torch.int64), pid, s)
+        s = torch.where(closed, periodic(s, self._per_row(self.length, pid, s)), s)
+        idx = torch.minimum(torch.floor(s / ds).to(torch.int64).clamp(min=0), last)
         rem = s - idx.to(s.dtype) * ds
         return Location(idx=idx, rem=rem, frac=(rem / ds).clamp(0.0, 1.0))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor
 
 
@@ -58,6 +59,19 @@ class PaddedTables:
 def as_column(per_row: Tensor, like: Tensor) -> Tensor:
     """A ``(N,)`` per-row tensor shaped to broadcast against ``like`` (``(N,)`` or ``(N, J)``)."""
     return per_row if like.ndim == 1 else per_row[:, None]
+
+
+def periodic(value: Tensor, period: Tensor) -> Tensor:
+    """``torch.remainder(value, period)`` (same values), fast on the CPU when ``period`` broadcasts.
+
+    torch's CPU float remainder leaves its vectorised kernel when the divisor is broadcast along
+    an inner dimension: per-path lengths ``(N, 1)`` against lookahead arc lengths ``(N, J)`` take
+    430 µs at N = 4096, J = 10 (one thread) against 56 µs with a divisor of the value's own shape.
+    Materialising the divisor costs 16 µs, so on the CPU it is expanded first.
+    """
+    if value.is_cpu and period.shape != value.shape:
+        period = period.expand_as(value).contiguous()
+    return torch.remainder(value, period)
 
 
 def take(table: Tensor, flat: Tensor) -> Tensor:
