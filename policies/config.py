@@ -286,12 +286,12 @@ _PRECISE = replace(_LEARNED, reward=RewardWeights(precision=0.25))
 #: 56), with dry tracking 0.01 m and snow 0.03-0.04 m; two trans seeds 20 and 17 of 24 (three
 #: epochs: 16 and 16) and 42 and 35 of 56 (three epochs, one seed: 35), completing 55 and 56
 #: laps (54) (README, recipe table). One dytr seed tied, not adopted there. 1,413-1,490 s of
-#: ddm training and 1,871-2,147 s of trans beside two or three other jobs. The shipped ddm and
-#: trans policies are seed 1: ddm seed 0 stalls on Putnam Park with four ice patches and fails
-#: the release check (``tests/policies/test_shipped_policies.py``), trans seed 0 stalls on
-#: Putnam ice; the recipe's numbers are both seeds'. The oracle the same way: two seeds 17 and 17
-#: of 24 strict (three epochs: 16 and 15) and 37 and 37 of 56 (three epochs, one seed: 34), 55
-#: and 56 laps. Seed experiments pass ``seed`` explicitly.
+#: ddm training and 1,871-2,147 s of trans beside two or three other jobs. The single-seed ddm
+#: and trans policies shipped before the ensembles were seed 1: ddm seed 0 stalls on Putnam Park
+#: with four ice patches and fails the release check (``tests/policies/test_shipped_policies.py``),
+#: trans seed 0 stalled on Putnam ice; the recipe's numbers are both seeds'. The oracle the same
+#: way: two seeds 17 and 17 of 24 strict (three epochs: 16 and 15) and 37 and 37 of 56 (three
+#: epochs, one seed: 34), 55 and 56 laps. Seed experiments pass ``seed`` explicitly.
 _SIX_EPOCHS: dict[str, Any] = {"epochs": 6, "seed": 1}
 #: Standing starts wide of the line and four more town routes in the pool (``trans`` only): 10 %
 #: of episodes start at rest up to 2 m off the line and 0.8 rad turned away. Three trans seeds as

@@ -181,7 +181,10 @@ class PathBank:
         return as_column(table[pid], like)
 
     def wrap_s(self, pid: Tensor, s: Tensor) -> Tensor:
-        """Arc length wrapped into ``[0, length)`` on closed paths, unchanged on open ones."""
+        """Arc length wrapped into ``[0, length]`` on closed paths, unchanged on open ones.
+
+        ``length`` itself only by float rounding, for an ``s`` a hair below 0.
+        """
         closed = self._per_row(self.closed, pid, s)
         return torch.where(closed, periodic(s, self._per_row(self.length, pid, s)), s)
 
@@ -190,9 +193,10 @@ class PathBank:
 
         On open paths the index is clamped to ``[0, M - 2]`` so points outside the path
         extrapolate along the first or last segment. On closed paths ``s`` is wrapped into
-        ``[0, L]`` (the remainder can round up to ``L`` itself, e.g. for ``s`` a hair below 0 or
-        below ``L``), and the index to ``[0, M - 1]``: such a point lies at the end of the closing
-        segment (sample 0), not ``L`` past the start of segment 0.
+        ``[0, L]`` and the index clamped to ``[0, M - 1]``: in float32 the remainder of an ``s`` a
+        hair below 0 rounds up to ``L`` itself, and ``floor(s / ds)`` of one a hair below ``L``
+        rounds up to ``M``; either point lies at the end of the closing segment (sample 0), not
+        a lap's length past the start of segment 0.
         """
         s = s.to(device=self.device, dtype=self.dtype)
         closed = self._per_row(self.closed, pid, s)

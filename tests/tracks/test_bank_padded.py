@@ -101,20 +101,23 @@ def test_sample_and_interpolate_match_direct_indexing_at_the_ends() -> None:
 
 
 def test_arc_lengths_that_wrap_onto_the_length_stay_at_the_start_line() -> None:
-    """float32: s a hair below 0 or below L wraps to L itself; the point is the start, not L away.
+    """float32: s a hair below 0 or below L; the point is at the start line, not a lap away.
 
-    ``torch.remainder(-1e-7, L)`` rounds to ``L`` in float32 (L ~ 314 m here, one ulp 3e-5 m);
-    the index then reached M, used to wrap to segment 0 and left ``rem = L``, so the position
-    was extrapolated a whole lap along segment 0's arc.
+    ``torch.remainder(-1e-7, L)`` rounds up to ``L`` (L ~ 314 m on the first circle, one ulp
+    3e-5 m), and on the second circle ``floor(nextafter(L, 0) / ds)`` rounds up to M. Either way
+    the index reached M, used to wrap to segment 0 and left ``rem = L``, so the position was
+    extrapolated a whole lap along segment 0's arc. Queries of shape (N,) and (N, J).
     """
-    bank = PathBank.from_paths([make_circle(50.0)], dtype=torch.float32)
-    length = bank.length[0]
-    below_length = torch.nextafter(length, torch.zeros(()))
-    s = torch.stack([torch.tensor(-1e-4), torch.tensor(-1e-7), below_length, torch.tensor(0.0)])
-    pid = torch.zeros(4, dtype=torch.int64)
-    loc = bank.locate(pid, s)
-    assert bool((loc.rem.abs() <= bank.ds[0] + 1e-4).all()), loc.rem
-    x, y = bank.position(pid, loc)
-    start = bank.xyz[0, 0, :2]
-    dist = torch.hypot(x - start[0], y - start[1])
-    assert bool((dist < 1e-3).all()), dist
+    for radius in (50.0, 33.3):
+        bank = PathBank.from_paths([make_circle(radius)], dtype=torch.float32)
+        length = bank.length[0]
+        below_length = torch.nextafter(length, torch.zeros(()))
+        s = torch.stack([torch.tensor(-1e-4), torch.tensor(-1e-7), below_length, torch.tensor(0.0)])
+        start = bank.xyz[0, 0, :2]
+        for query in (s, s.reshape(2, 2)):
+            pid = torch.zeros(query.shape[0], dtype=torch.int64)
+            loc = bank.locate(pid, query)
+            assert bool((loc.rem.abs() <= bank.ds[0] + 1e-4).all()), (radius, loc.rem)
+            x, y = bank.position(pid, loc)
+            dist = torch.hypot(x - start[0], y - start[1])
+            assert bool((dist < 1e-3).all()), (radius, dist)
