@@ -200,7 +200,7 @@ class TrackingTask:
             variant = torch.where(select.mask, variant, self.variant)
         s0 = s0.to(device=self.device, dtype=self.dtype)
         bank, pid = self.pool.bank, self.pool.variant_path[variant]
-        start_idx = torch.floor(bank.wrap_s(pid, s0) / bank.ds[pid]).to(torch.int64)
+        start_idx = bank.locate(pid, s0).idx
         ones = torch.ones_like(s0)
         self._start(select, torch.full_like(variant, -1), variant, s0, start_idx, ones)
 
@@ -279,7 +279,7 @@ class TrackingTask:
             mu_scale = uniform(1.0 - cfg.friction_noise, 1.0 + cfg.friction_noise)
         bank = self.pool.bank
         smp = bank.sample(pid, s0)
-        start_idx = torch.floor(bank.wrap_s(pid, s0) / bank.ds[pid]).to(torch.int64)
+        start_idx = bank.locate(pid, s0).idx
         pose = StartPose(
             x=smp.x - lateral * torch.sin(smp.heading),
             y=smp.y + lateral * torch.cos(smp.heading),

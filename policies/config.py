@@ -302,12 +302,11 @@ _SIX_EPOCHS: dict[str, Any] = {"epochs": 6, "seed": 1}
 #: fewer of the 224 laps strictly than the shipped ddm (139 against 170). 3,984-4,015 s per seed
 #: beside two to five other jobs.
 _RESTARTS: dict[str, Any] = {
-    "tracks": ("putnam", "procedural:0", "procedural:1", "procedural:2", "procedural:3",
-               "town:0", "town:1", "town:2", "town:3", "town:4", "town:5"),
+    "tracks": (*_BASE.tracks, "town:2", "town:3", "town:4", "town:5"),
     "start_from_rest": 0.1,
     "rest_start_lateral_m": 2.0,
     "rest_start_heading_rad": 0.8,
-}  # fmt: skip
+}
 #: Named presets: one per backend (the policy the paper trains on it) and the oracle policy.
 PRESETS: dict[str, PPOConfig] = {
     "bicycle": replace(_BASE, backend="bicycle"),

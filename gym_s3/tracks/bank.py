@@ -180,14 +180,6 @@ class PathBank:
         """``table[pid]`` shaped to broadcast against ``like`` (``(N,)`` or ``(N, J)``)."""
         return as_column(table[pid], like)
 
-    def wrap_s(self, pid: Tensor, s: Tensor) -> Tensor:
-        """Arc length wrapped into ``[0, length]`` on closed paths, unchanged on open ones.
-
-        ``length`` itself only by float rounding, for an ``s`` a hair below 0.
-        """
-        closed = self._per_row(self.closed, pid, s)
-        return torch.where(closed, periodic(s, self._per_row(self.length, pid, s)), s)
-
     def locate(self, pid: Tensor, s: Tensor) -> Location:
         """Arc lengths ``s`` ``(N,)`` or ``(N, J)`` to the segment they lie on (:class:`Location`).
 
