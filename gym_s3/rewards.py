@@ -2,7 +2,8 @@
 
 ``reward = sum_k weight_k * term_k``; every term is reported in the env's ``info`` so a user can see
 what the policy is paid for. Units of the raw terms: progress [m], cross-track error [m], heading
-error [rad], speed error and speed above the target [m/s], action change [1], precision
+error [rad], speed error and speed above the target [m/s], action change [1], squared throttle
+command [1], precision
 ``exp(-(cte / precision_width)^2) * clamp(v / max(v_target, 1 m/s), 0, 1)`` [1]; the failure
 penalty is paid once, on the step that terminates an episode by leaving the road, spinning out or
 a non-finite state.
@@ -13,6 +14,13 @@ that pays most for the last centimetres (its slope peaks at ``precision_width / 
 bounded, so it never makes a step worth less than failing. It is paid in proportion to the car's
 speed as a share of the target speed (capped at 1): a car standing on the line earns none of it,
 so stopping on an ice patch to collect it (what an ungated bonus taught policies) never pays.
+
+The throttle penalty (``throttle * max(accel, 0)^2``, off by default) prices pedal the tyres cannot
+use: on ice the car's acceleration is traction-limited at a few percent of throttle (the scripted
+expert holds 0.05), so more only spins the driven wheels, which costs their lateral grip at corner
+exits; without a price PPO has no reason to lift, since the extra pedal changes neither speed nor
+progress. On grippy surfaces throttle buys acceleration and the penalty is small beside the speed
+term.
 
 The default weights make a step of reasonable tracking worth more than nothing (the ``alive``
 bonus outweighs typical penalties), so ending an episode early by failing never pays: with
@@ -44,6 +52,7 @@ class RewardWeights:
             arriving at a corner too fast, which on ice ends wide or stalled, costs more than
             arriving too slow).
         smoothness: penalty per unit of mean squared action change [1].
+        throttle: penalty per unit of squared throttle command ``max(accel, 0)^2`` [1].
         failure: one-off penalty when an episode terminates by failure [1].
         alive: bonus per step survived [1].
         precision: bonus per step for being on the line at speed,
@@ -57,6 +66,7 @@ class RewardWeights:
     speed: float = 0.03
     overspeed: float = 0.0
     smoothness: float = 0.2
+    throttle: float = 0.0
     failure: float = 10.0
     alive: float = 0.3
     precision: float = 0.0
@@ -96,6 +106,7 @@ def compute_reward(
     target_speed: Tensor,
     action_delta: Tensor,
     failed: Tensor,
+    accel: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Reward of one step for every car.
 
@@ -109,12 +120,15 @@ def compute_reward(
             target under 1 m/s counts as 1 m/s).
         action_delta: ``(N,)`` mean squared action change [1].
         failed: ``(N,)`` bool, the episode terminated by failure this step.
+        accel: ``(N,)`` accel command of this step in ``[-1, 1]`` (throttle where > 0); ``None``
+            counts as no throttle.
 
     Returns:
         ``(reward, terms)``: reward ``(N,)`` and each weighted term ``(N,)`` by name (they sum to
         the reward).
     """
     cte = cross_track_error(lateral_offset)
+    throttle = torch.zeros_like(advanced) if accel is None else accel.clamp_min(0.0)
     pace = ((speed_err + target_speed) / target_speed.clamp_min(1.0)).clamp(0.0, 1.0)
     terms = {
         "progress": weights.progress * advanced,
@@ -124,6 +138,7 @@ def compute_reward(
         "speed": -weights.speed * speed_err.abs(),
         "overspeed": -weights.overspeed * speed_err.clamp_min(0.0),
         "smoothness": -weights.smoothness * action_delta,
+        "throttle": -weights.throttle * throttle**2,
         "failure": -weights.failure * failed.to(advanced.dtype),
         "alive": torch.full_like(advanced, weights.alive),
     }

@@ -403,6 +403,7 @@ class TrackingTask:
             target_speed=v_ref,
             action_delta=delta,
             failed=failed,
+            accel=action[:, 1],
         )
         reward = torch.where(bad, torch.full_like(reward, -cfg.reward.failure), reward)
         self.stats.update(

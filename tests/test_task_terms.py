@@ -22,9 +22,10 @@ from gym_s3.tracks.surfaces import RectPatch, SurfaceLayout
 #: Distinct weights: a swapped or sign-flipped term cannot give the same reward.
 WEIGHTS = RewardWeights(progress=0.7, cross_track=0.11, heading=0.13, speed=0.17,
                         smoothness=0.19, failure=23.0, alive=0.29, precision=0.31,
-                        precision_width=0.5, overspeed=0.37)  # fmt: skip
+                        precision_width=0.5, overspeed=0.37,
+                        throttle=0.41)  # fmt: skip
 TERMS = ("progress", "cross_track", "heading", "speed", "smoothness", "failure", "alive",
-         "precision", "overspeed")  # fmt: skip
+         "precision", "overspeed", "throttle")  # fmt: skip
 
 
 def _task(n: int, layout: SurfaceLayout | None = None, **config) -> TrackingTask:
@@ -78,6 +79,7 @@ def test_each_error_costs_its_own_weight_in_either_direction():
         "alive": torch.full((7,), 0.29),
         "precision": 0.31 * torch.exp(-((dy / 0.5) ** 2)) * pace,
         "overspeed": -0.37 * dv.clamp(min=0.0),  # the fast car only
+        "throttle": torch.zeros(7),  # no pedal
     }
     for name in TERMS:
         assert torch.allclose(terms[name], expect[name], atol=2e-3), name
@@ -137,6 +139,17 @@ def test_smoothness_costs_the_mean_squared_action_change():
     assert _terms(out)["smoothness"].tolist() == pytest.approx([-0.19 * 0.25, 0.0], abs=1e-6)
     out = task.step(_cars(task), action)  # the same action again: no change
     assert _terms(out)["smoothness"].tolist() == pytest.approx([0.0, 0.0], abs=1e-6)
+
+
+def test_throttle_costs_its_squared_pedal_and_braking_costs_nothing():
+    """Throttle ``a > 0`` costs ``0.41 a^2``; braking and coasting cost nothing in that term.
+
+    Rows: full throttle, half throttle, coasting, full brake (the same state otherwise).
+    """
+    task = _task(4)
+    action = torch.tensor([[0.0, 1.0], [0.0, 0.5], [0.0, 0.0], [0.0, -1.0]])
+    out = task.step(_cars(task), action)
+    assert _terms(out)["throttle"].tolist() == pytest.approx([-0.41, -0.1025, 0.0, 0.0], abs=1e-6)
 
 
 def test_spin_out_terminates_on_its_own_on_the_road():
