@@ -16,6 +16,7 @@ asserted; the shared 2-core machine is noisy, so compare ratios from one run.
     python benchmarks/bench_ppo.py                               # bicycle and ddm, N = 2048
     python benchmarks/bench_ppo.py --presets trans dytr --num-envs 1024 --iterations 4
     python benchmarks/bench_ppo.py --device cuda --num-envs 16384
+    python benchmarks/bench_ppo.py --presets ddm --update-dtypes float32 bfloat16 --threads 1
 """
 
 from __future__ import annotations
@@ -51,31 +52,40 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=20, help="timed env-only steps [count]")
     parser.add_argument("--device", default="cpu", help="torch device")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--update-dtypes", nargs="+", default=["float32"],
+                        choices=["float32", "bfloat16"],
+                        help="precisions of the PPO update to time, each its own row "
+                        "(PPOConfig.update_dtype)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f"device {args.device}, {torch.get_num_threads()} threads, N = {args.num_envs}")
-    head = (f"{'preset':8s} {'env-only':>12s} {'collection':>12s} {'training':>12s} "
+    head = (f"{'preset':12s} {'env-only':>8s} {'collection':>12s} {'training':>12s} "
             f"{'coll/env':>9s} {'train/env':>9s}   [frames/s]")  # fmt: skip
     print(head)
     for name in args.presets:
         frames = args.num_envs * preset(name).rollout_steps * args.iterations
-        cfg = preset(name, num_envs=args.num_envs, device=args.device, total_frames=frames,
-                     eval_every=0, checkpoint_every=0, logger="csv")  # fmt: skip
-        env = bench_one(cfg.backend, args.num_envs, compiled=False, device=args.device,
-                        repeats=args.repeats, warmup=3, tracks=cfg.tracks, forward=False,
-                        obs_mode=cfg.env_obs_mode, layouts_per_track=cfg.layouts_per_track,
-                        max_episode_steps=cfg.max_episode_steps,
-                        scenarios=cfg.scenarios)  # fmt: skip
+        base = preset(name, num_envs=args.num_envs, device=args.device, total_frames=frames,
+                      eval_every=0, checkpoint_every=0, logger="csv")  # fmt: skip
+        env = bench_one(base.backend, args.num_envs, compiled=False, device=args.device,
+                        repeats=args.repeats, warmup=3, tracks=base.tracks, forward=False,
+                        obs_mode=base.env_obs_mode, layouts_per_track=base.layouts_per_track,
+                        max_episode_steps=base.max_episode_steps,
+                        scenarios=base.scenarios)  # fmt: skip
         env_fps = args.num_envs / env.step_s
-        with tempfile.TemporaryDirectory() as tmp:
-            t0 = time.perf_counter()
-            result = train(cfg, tmp, progress=False)
-            wall = time.perf_counter() - t0
-        print(f"{name:8s} {env_fps:12.0f} {result.env_frames_per_s:12.0f} "
-              f"{result.train_frames_per_s:12.0f} {result.env_frames_per_s / env_fps:9.2f} "
-              f"{result.train_frames_per_s / env_fps:9.2f}   ({result.frames} frames, "
-              f"{wall:.0f} s)")  # fmt: skip
+        for dtype in args.update_dtypes:
+            cfg = preset(name, num_envs=args.num_envs, device=args.device, total_frames=frames,
+                         eval_every=0, checkpoint_every=0, logger="csv",
+                         update_dtype=dtype)  # fmt: skip
+            with tempfile.TemporaryDirectory() as tmp:
+                t0 = time.perf_counter()
+                result = train(cfg, tmp, progress=False)
+                wall = time.perf_counter() - t0
+            label = name if dtype == "float32" else f"{name}/bf16"
+            print(f"{label:12s} {env_fps:8.0f} {result.env_frames_per_s:12.0f} "
+                  f"{result.train_frames_per_s:12.0f} {result.env_frames_per_s / env_fps:9.2f} "
+                  f"{result.train_frames_per_s / env_fps:9.2f}   ({result.frames} frames, "
+                  f"{wall:.0f} s)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ frame) and the highest training / env-only ratio the update leaves, given an env
 ``ratio <= t_env / (t_env + t_update)`` per frame, before any collection overhead.
 
     python benchmarks/bench_ppo_update.py --preset ddm --env-steps-per-s 268000
+    python benchmarks/bench_ppo_update.py --preset ddm --update-dtype bfloat16
 
 Nothing is asserted; medians of ``--repeats`` steps after ``--warmup``.
 """
@@ -70,10 +71,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=30, help="timed steps [count]")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first [count]")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--update-dtype", default="float32", choices=["float32", "bfloat16"],
+                        help="precision of the forward and backward passes "
+                        "(PPOConfig.update_dtype: bfloat16 autocast, hidden layers)")  # fmt: skip
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    cfg = preset(args.preset)
+    cfg = preset(args.preset, update_dtype=args.update_dtype)
+    low = cfg.update_dtype == "bfloat16"
     size = args.minibatch_size or cfg.minibatch_size
     actor_net, critic_net, actor, critic = build_modules(cfg)
     loss_fn = build_loss(cfg, actor_net, critic_net, actor, critic)
@@ -83,7 +88,8 @@ def main(argv: list[str] | None = None) -> None:
     obs = td["observation"]
 
     def ppo_step() -> None:
-        losses = minibatch_loss(loss_fn, td.clone(False))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=low):
+            losses = minibatch_loss(loss_fn, td.clone(False))
         total = losses["loss_critic"] + losses["loss_objective"] + losses["loss_entropy"]
         optim.zero_grad(set_to_none=True)
         total.backward()
@@ -91,14 +97,15 @@ def main(argv: list[str] | None = None) -> None:
         optim.step()
 
     def networks_step() -> None:
-        loc, _ = actor_net(obs)
-        total = loc.sum() + critic_net(obs).sum()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=low):
+            loc, _ = actor_net(obs)
+            total = loc.sum() + critic_net(obs).sum()
         optim.zero_grad(set_to_none=True)
         total.backward()
         optim.step()
 
     def forward_only() -> None:
-        with torch.no_grad():
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=low):
             actor_net(obs)
             critic_net(obs)
 
@@ -106,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     networks_ms = median_ms(networks_step, args.repeats, args.warmup)
     forward_ms = median_ms(forward_only, args.repeats, args.warmup)
     print(f"preset {args.preset}, minibatch {size}, hidden {cfg.hidden}, epochs {cfg.epochs}, "
-          f"{torch.get_num_threads()} threads")  # fmt: skip
+          f"update {cfg.update_dtype}, {torch.get_num_threads()} threads")  # fmt: skip
     print(f"  ppo step (ClipPPOLoss, backward, clip, Adam) {ppo_ms:8.2f} ms per minibatch")
     print(f"  networks only (forward, backward, Adam)      {networks_ms:8.2f} ms per minibatch")
     print(f"  forward only                                 {forward_ms:8.2f} ms per minibatch")

@@ -61,6 +61,10 @@ def _register_train(subparsers: Any) -> None:
         "total_frames": "stop after this many environment steps",
         "time_budget_s": "stop after this wall-clock time [s]",
         "epochs": "PPO epochs per batch",
+        "update_dtype": "precision of the PPO epochs' forward and backward passes: float32, or "
+        "bfloat16 (torch.autocast on the hidden layers; parameters, Adam, output layers, GAE "
+        "and the collection stay float32; pays only with native bfloat16: AVX-512 BF16 / AMX "
+        "CPUs, GPUs)",
         "minibatch_size": "frames per gradient step",
         "lr": "Adam learning rate",
         "gamma": "discount per 50 ms step (its horizon 1 / (1 - gamma) steps: 0.99 looks "

@@ -104,14 +104,29 @@ class FastTanh(nn.Module):
         return _SigmoidTanh.apply(x) if x.is_cpu else torch.tanh(x)
 
 
+class OutputLinear(nn.Linear):
+    """A network's output layer: always float32, also inside a ``torch.autocast`` region.
+
+    Under ``PPOConfig.update_dtype="bfloat16"`` the hidden layers' products run in bfloat16
+    (8 significant bits), but the actor's pre-squash mean and the value come out of this layer
+    in float32, so the PPO ratio and the value loss compare float32 numbers with the float32
+    ones of the collection and GAE. Same parameters and checkpoint keys as ``nn.Linear``.
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x W^T + b`` in float32 whatever the autocast state."""
+        with torch.autocast(x.device.type, enabled=False):
+            return super().forward(x.float())
+
+
 def mlp(
     sizes: Sequence[int], activation: type[nn.Module] = FastTanh, out_gain: float = 1.0
 ) -> nn.Sequential:
     """MLP with orthogonal initialisation (gain sqrt(2) inside, ``out_gain`` on the last layer)."""
     layers: list[nn.Module] = []
     for i in range(len(sizes) - 1):
-        lin = nn.Linear(sizes[i], sizes[i + 1])
         last = i == len(sizes) - 2
+        lin = (OutputLinear if last else nn.Linear)(sizes[i], sizes[i + 1])
         nn.init.orthogonal_(lin.weight, gain=out_gain if last else math.sqrt(2))
         nn.init.zeros_(lin.bias)
         layers.append(lin)

@@ -391,10 +391,12 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext
     steps = 0
     params = list(loss_fn.parameters())
     actor_weight = 0.0 if critic_only else 1.0
+    low = config.update_dtype == "bfloat16"  # hidden layers in bfloat16 (networks.OutputLinear)
     for _ in range(config.epochs):
         perm = torch.randperm(flat.shape[0], device=flat.device)
         for idx in perm.split(config.minibatch_size):
-            losses = minibatch_loss(loss_fn, flat[idx], ctx)
+            with torch.autocast(flat.device.type, dtype=torch.bfloat16, enabled=low):
+                losses = minibatch_loss(loss_fn, flat[idx], ctx)
             actor_terms = losses["loss_objective"] + losses["loss_entropy"]
             total = losses["loss_critic"] + actor_weight * actor_terms
             optim.zero_grad(set_to_none=True)

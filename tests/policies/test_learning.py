@@ -53,9 +53,22 @@ def _learned(m: dict[str, float]) -> bool:
             and m["completion"] > MIN_COMPLETION)  # fmt: skip
 
 
-def test_s3_train_learns_to_track_a_held_out_track(tmp_path):
-    """After 49k frames the policy tracks an unseen circuit; untrained and random ones do not."""
-    argv = ["train", "--preset", "tiny", "--out", str(tmp_path), "--no-progress"]
+@pytest.mark.parametrize("update_dtype", ["float32", "bfloat16"])
+def test_s3_train_learns_to_track_a_held_out_track(tmp_path, update_dtype):
+    """After 49k frames the policy tracks an unseen circuit; untrained and random ones do not.
+
+    The same with the PPO epochs' hidden layers in bfloat16 (``--update-dtype bfloat16``).
+    """
+    argv = [
+        "train",
+        "--preset",
+        "tiny",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+        "--update-dtype",
+        update_dtype,
+    ]
     for key, value in TRAIN.items():
         argv += [f"--{key}", str(value)]
     with one_torch_thread():

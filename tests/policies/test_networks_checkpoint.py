@@ -11,7 +11,7 @@ import torch
 from gym_s3.errors import ActionError, CheckpointError
 from gym_s3.spec import observation_size
 from policies.checkpoint import load_policy, save_policy
-from policies.networks import ActorNet, FastTanh, RunningNorm
+from policies.networks import ActorNet, CriticNet, FastTanh, RunningNorm
 
 
 def test_running_norm_matches_batch_statistics():
@@ -50,6 +50,37 @@ def test_fast_tanh_matches_tanh_in_value_and_gradient():
     (y_ref * w).sum().backward()
     assert (x1.grad - x2.grad).abs().max() < 1e-6
     assert x1.grad[10000] == pytest.approx(w[10000].item())  # slope 1 at 0
+
+
+def test_outputs_stay_float32_when_the_hidden_layers_run_in_bfloat16():
+    """Under bfloat16 autocast the actor's mean and the value still come out in float32.
+
+    ``update_dtype="bfloat16"`` runs the hidden layers in bfloat16; the outputs stay close to
+    those of the float32 pass.
+
+    The hidden activation is bfloat16 (autocast is on); the outputs are float32 and within the
+    rounding of 8-bit mantissas of the float32 outputs, and their gradients reach every layer.
+    """
+    torch.manual_seed(0)
+    norm = RunningNorm(observation_size())
+    actor = ActorNet(norm, observation_size(), (64, 64), init_log_std=-0.7)
+    critic = CriticNet(norm, observation_size(), (64, 64))
+    with torch.no_grad():
+        actor.body[-1].weight.mul_(100.0)  # a trained-size mean, not the 0.01 init
+    obs = torch.randn(256, observation_size())
+    loc32, value32 = actor(obs)[0], critic(obs)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        hidden = actor.body[:-1](actor.norm(obs))
+        loc16, value16 = actor(obs)[0], critic(obs)
+        (loc16.sum() + value16.sum()).backward()
+    assert hidden.dtype == torch.bfloat16
+    assert loc16.dtype == torch.float32 and value16.dtype == torch.float32
+    scale = loc32.abs().max().item()
+    assert (loc16 - loc32).abs().max().item() < 0.03 * scale
+    assert (loc16 - loc32).abs().max().item() > 0.0  # the hidden layers did run in bfloat16
+    assert (value16 - value32).abs().max().item() < 0.03 * value32.abs().max().item()
+    grads = [p.grad for p in actor.body.parameters()]
+    assert all(g is not None and g.dtype == torch.float32 for g in grads)
 
 
 def test_actor_deterministic_action_in_box():
