@@ -40,7 +40,9 @@ def _register_train(subparsers: Any) -> None:
         "--preset",
         default="ddm",
         choices=sorted(PRESETS),
-        help="named settings: one per dynamics backend, 'oracle', 'tiny' (smoke test)",
+        help="named settings: one per dynamics backend, 'oracle', 'ddm_restarts' (the "
+        "standing-start recipe of four of the shipped ddm ensemble's nine members), 'tiny' "
+        "(smoke test)",
     )
     p.add_argument(
         "--out",
