@@ -278,16 +278,16 @@ class TrackingTask:
         if cfg.friction_noise > 0.0:
             mu_scale = uniform(1.0 - cfg.friction_noise, 1.0 + cfg.friction_noise)
         bank = self.pool.bank
-        smp = bank.sample(pid, s0)
-        start_idx = bank.locate(pid, s0).idx
+        loc = bank.locate(pid, s0)  # one segment search for the pose, the hint and the speed
+        smp = bank.sample(pid, s0, loc=loc)
         pose = StartPose(
             x=smp.x - lateral * torch.sin(smp.heading),
             y=smp.y + lateral * torch.cos(smp.heading),
             z=smp.z,
             yaw=smp.heading + dyaw,
-            speed=frac * self.pool.target_speed(variant, s0),
+            speed=frac * self.pool.target_speed(variant, s0, loc=loc),
         )
-        return pose, s0, start_idx, mu_scale
+        return pose, s0, loc.idx, mu_scale
 
     # ------------------------------------------------------------------ observation and step
     def _observe(

@@ -245,9 +245,13 @@ class PathBank:
             take(t.y, flat) + fwd * sin_h + left * cos_h,
         )
 
-    def sample(self, pid: Tensor, s: Tensor) -> PathSample:
-        """Path attributes of each row's path at arc lengths ``s`` ``(N,)`` or ``(N, J)`` [m]."""
-        loc = self.locate(pid, s)
+    def sample(self, pid: Tensor, s: Tensor, *, loc: Location | None = None) -> PathSample:
+        """Path attributes of each row's path at arc lengths ``s`` ``(N,)`` or ``(N, J)`` [m].
+
+        ``loc`` is ``locate(pid, s)`` when the caller has it already.
+        """
+        if loc is None:
+            loc = self.locate(pid, s)
         x, y = self.position(pid, loc)
         t = self.padded()
         flat = t.flat(as_column(pid, loc.idx), loc.idx)
