@@ -3,7 +3,7 @@
 For each shipped policy it times ``Policy.act`` on ``(N, F)`` observations (the deterministic
 action every evaluation, GIF and rollout computes once per control step) and, in the same run,
 one ``S3Distilled-v0`` step of the policy's own backend with the same N cars (eager, random
-actions, autoreset). It also times ensembles of K = 1, 3, 5 copies of the first member of the
+actions, autoreset). It also times ensembles of K = 1, 3, 5, 9 copies of the first member of the
 shipped ``ddm`` policy, so the cost per member is visible apart from the network shapes.
 Prints medians and the ratio act / env step. Asserts nothing. One torch thread unless
 ``--threads``.
@@ -69,7 +69,7 @@ def main() -> None:
     policies = [resolve_policy(name) for name in args.policies]
     ddm = next((pol for _, pol in policies if pol.backend == "ddm"), resolve_policy("ddm")[1])
     first: ActorNet = ddm.actor.members[0] if isinstance(ddm.actor, ActorEnsemble) else ddm.actor
-    for k in (1, 3, 5):
+    for k in (1, 3, 5, 9):
         actor = first if k == 1 else ActorEnsemble([copy.deepcopy(first) for _ in range(k)])
         copies = Policy(actor=actor, backend="ddm", obs_mode="default", meta=dict(ddm.meta))
         policies.append((f"ddm member x{k}", copies))
