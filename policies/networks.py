@@ -114,9 +114,9 @@ class OutputLinear(nn.Linear):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        """``x W^T + b`` in float32 whatever the autocast state."""
+        """``x W^T + b`` in the weights' dtype (float32) whatever the autocast state."""
         with torch.autocast(x.device.type, enabled=False):
-            return super().forward(x.float())
+            return super().forward(x.to(self.weight.dtype))
 
 
 def mlp(
