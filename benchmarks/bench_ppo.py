@@ -25,6 +25,7 @@ import argparse
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -74,9 +75,7 @@ def main(argv: list[str] | None = None) -> None:
                         scenarios=base.scenarios)  # fmt: skip
         env_fps = args.num_envs / env.step_s
         for dtype in args.update_dtypes:
-            cfg = preset(name, num_envs=args.num_envs, device=args.device, total_frames=frames,
-                         eval_every=0, checkpoint_every=0, logger="csv",
-                         update_dtype=dtype)  # fmt: skip
+            cfg = replace(base, update_dtype=dtype)
             with tempfile.TemporaryDirectory() as tmp:
                 t0 = time.perf_counter()
                 result = train(cfg, tmp, progress=False)

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_frenet import median_ms  # noqa: E402
 
 from policies.config import PRESETS, preset  # noqa: E402
-from policies.ppo import build_loss, build_modules, minibatch_loss  # noqa: E402
+from policies.ppo import build_loss, build_modules, minibatch_loss, update_autocast  # noqa: E402
 
 
 def _batch(cfg, actor, critic, size: int):
@@ -78,7 +78,6 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     cfg = preset(args.preset, update_dtype=args.update_dtype)
-    low = cfg.update_dtype == "bfloat16"
     size = args.minibatch_size or cfg.minibatch_size
     actor_net, critic_net, actor, critic = build_modules(cfg)
     loss_fn = build_loss(cfg, actor_net, critic_net, actor, critic)
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     obs = td["observation"]
 
     def ppo_step() -> None:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=low):
+        with update_autocast(cfg, "cpu"):
             losses = minibatch_loss(loss_fn, td.clone(False))
         total = losses["loss_critic"] + losses["loss_objective"] + losses["loss_entropy"]
         optim.zero_grad(set_to_none=True)
@@ -97,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
         optim.step()
 
     def networks_step() -> None:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=low):
+        with update_autocast(cfg, "cpu"):
             loc, _ = actor_net(obs)
             total = loc.sum() + critic_net(obs).sum()
         optim.zero_grad(set_to_none=True)
@@ -105,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         optim.step()
 
     def forward_only() -> None:
-        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=low):
+        with torch.no_grad(), update_autocast(cfg, "cpu"):
             actor_net(obs)
             critic_net(obs)
 

@@ -106,7 +106,7 @@ def compute_reward(
     target_speed: Tensor,
     action_delta: Tensor,
     failed: Tensor,
-    accel: Tensor | None = None,
+    accel: Tensor,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Reward of one step for every car.
 
@@ -120,15 +120,14 @@ def compute_reward(
             target under 1 m/s counts as 1 m/s).
         action_delta: ``(N,)`` mean squared action change [1].
         failed: ``(N,)`` bool, the episode terminated by failure this step.
-        accel: ``(N,)`` accel command of this step in ``[-1, 1]`` (throttle where > 0); ``None``
-            counts as no throttle.
+        accel: ``(N,)`` accel command of this step in ``[-1, 1]`` (throttle where > 0).
 
     Returns:
         ``(reward, terms)``: reward ``(N,)`` and each weighted term ``(N,)`` by name (they sum to
         the reward).
     """
     cte = cross_track_error(lateral_offset)
-    throttle = torch.zeros_like(advanced) if accel is None else accel.clamp_min(0.0)
+    throttle = accel.clamp_min(0.0)
     pace = ((speed_err + target_speed) / target_speed.clamp_min(1.0)).clamp(0.0, 1.0)
     terms = {
         "progress": weights.progress * advanced,

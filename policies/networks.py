@@ -115,6 +115,8 @@ class OutputLinear(nn.Linear):
 
     def forward(self, x: Tensor) -> Tensor:
         """``x W^T + b`` in the weights' dtype (float32) whatever the autocast state."""
+        if not torch.is_autocast_enabled(x.device.type):  # collection, evaluation: plain Linear
+            return super().forward(x)
         with torch.autocast(x.device.type, enabled=False):
             return super().forward(x.to(self.weight.dtype))
 

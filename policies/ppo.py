@@ -374,6 +374,16 @@ def update_norm(norm: RunningNorm, obs, ctx: DistContext) -> None:
     norm.merge(*distributed.global_moments(obs, ctx))
 
 
+def update_autocast(config: PPOConfig, device_type: str) -> torch.autocast:
+    """The autocast region of the PPO epochs' forward passes (``config.update_dtype``).
+
+    bfloat16 for the hidden layers' products when ``update_dtype="bfloat16"`` (the output layers
+    stay float32, :class:`policies.networks.OutputLinear`); a disabled region for float32.
+    """
+    low = config.update_dtype == "bfloat16"
+    return torch.autocast(device_type, dtype=torch.bfloat16, enabled=low)
+
+
 def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext | None = None,
             *, critic_only: bool = False) -> dict[str, float]:  # fmt: skip
     """GAE on the batch, then ``epochs`` passes of minibatch PPO updates (this rank's losses).
@@ -391,11 +401,10 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext
     steps = 0
     params = list(loss_fn.parameters())
     actor_weight = 0.0 if critic_only else 1.0
-    low = config.update_dtype == "bfloat16"  # hidden layers in bfloat16 (networks.OutputLinear)
     for _ in range(config.epochs):
         perm = torch.randperm(flat.shape[0], device=flat.device)
         for idx in perm.split(config.minibatch_size):
-            with torch.autocast(flat.device.type, dtype=torch.bfloat16, enabled=low):
+            with update_autocast(config, flat.device.type):
                 losses = minibatch_loss(loss_fn, flat[idx], ctx)
             actor_terms = losses["loss_objective"] + losses["loss_entropy"]
             total = losses["loss_critic"] + actor_weight * actor_terms

@@ -99,6 +99,7 @@ def test_reward_terms_sum_to_reward_and_signs():
         target_speed=torch.tensor([10.0, 10.0]),
         action_delta=torch.tensor([0.0, 0.5]),
         failed=torch.tensor([False, True]),
+        accel=torch.tensor([0.0, -0.5]),
     )
     assert torch.allclose(reward, torch.stack(list(terms.values())).sum(0))
     assert reward[0].item() == pytest.approx(w.progress + w.alive)

@@ -55,11 +55,9 @@ def test_fast_tanh_matches_tanh_in_value_and_gradient():
 def test_outputs_stay_float32_when_the_hidden_layers_run_in_bfloat16():
     """Under bfloat16 autocast the actor's mean and the value still come out in float32.
 
-    ``update_dtype="bfloat16"`` runs the hidden layers in bfloat16; the outputs stay close to
-    those of the float32 pass.
-
-    The hidden activation is bfloat16 (autocast is on); the outputs are float32 and within the
-    rounding of 8-bit mantissas of the float32 outputs, and their gradients reach every layer.
+    ``update_dtype="bfloat16"`` runs the hidden layers in bfloat16 (the hidden activation is
+    bfloat16); the outputs are float32, within the rounding of 8-bit mantissas of the float32
+    pass, and their gradients reach every layer.
     """
     torch.manual_seed(0)
     norm = RunningNorm(observation_size())
