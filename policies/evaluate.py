@@ -260,6 +260,41 @@ def simulator(standin: bool, fast: bool, **options: Any) -> Iterator[tuple[str, 
         server.stop()
 
 
+def beamng_lap_env(
+    connect: dict[str, Any],
+    *,
+    track: str,
+    surface: str,
+    ice_patches: int,
+    seed: int,
+    obs_mode: str,
+    time_limit_s: float | None = None,
+    render: bool = False,
+) -> Any:
+    """One lap of ``track`` in ``S3BeamNG-v0`` (the lap task: standing start, stall rule).
+
+    Args:
+        connect: connection arguments from :func:`simulator`.
+        track: reference track.
+        surface: base surface or a transition such as ``asphalt>ice``.
+        ice_patches: number of ice patches [count].
+        seed: patch-placement seed.
+        obs_mode: observation mode of the policy that drives it.
+        time_limit_s: lap time limit [s] (default: twice the reference lap time).
+        render: keep RGB frames (``render_mode="rgb_array"``).
+    """
+    import gymnasium as gym
+
+    import gym_s3  # noqa: F401  (registers the ids)
+    from gym_s3.envs.beamng import BeamNGEnvConfig
+    from gym_s3.task import lap_task
+
+    config = BeamNGEnvConfig(task=lap_task(time_limit_s, obs_mode=obs_mode))
+    return gym.make("S3BeamNG-v0", config=config, **connect, track=track, surface=surface,
+                    ice_patches=ice_patches, layout_seed=seed,
+                    render_mode="rgb_array" if render else None)  # fmt: skip
+
+
 def evaluate_beamng(
     policy: Policy,
     *,
@@ -300,19 +335,12 @@ def evaluate_beamng(
             ``level``, ``vehicle_model``, ``socket_timeout``; see
             :class:`gym_s3.beamng.client.link.BeamNGConfig`), when ``standin`` is False.
     """
-    import gymnasium as gym
-
-    import gym_s3  # noqa: F401  (registers the ids)
-    from gym_s3.envs.beamng import BeamNGEnvConfig
-    from gym_s3.task import lap_task
-
     with simulator(standin, fast, **sim_options) as (name, connect):
 
         def make_env(surface: str, patches: int, obs_mode: str) -> Any:
-            config = BeamNGEnvConfig(task=lap_task(time_limit_s, obs_mode=obs_mode))
-            return gym.make("S3BeamNG-v0", config=config, **connect, track=track, surface=surface,
-                            ice_patches=patches, layout_seed=seed,
-                            render_mode="rgb_array" if render_every else None)  # fmt: skip
+            return beamng_lap_env(connect, track=track, surface=surface, ice_patches=patches,
+                                  seed=seed, obs_mode=obs_mode, time_limit_s=time_limit_s,
+                                  render=bool(render_every))  # fmt: skip
 
         return drive_laps(make_env, lap_drivers(policy, expert, seed), name, surfaces=surfaces,
                           ice_patches=ice_patches, track=track, seed=seed,

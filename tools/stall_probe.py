@@ -1,12 +1,14 @@
 """Which part of its observation makes a policy brake where its car stalled? (policies/probes.py).
 
 Drives one lap in ``S3Distilled-v0`` (the policy's backend unless ``--backend``; standing start,
-the lap task of ``S3BeamNG-v0``), keeps the observation once the car has stood still for
-``--standing-s`` seconds after it first got going, and prints the policy's action on that
-observation with one group of features edited at a time. An edit that turns brake into throttle
-names what the policy brakes for.
+the lap task of ``S3BeamNG-v0``) or, with ``--simulator standin``, in ``S3BeamNG-v0`` on the open
+stand-in (where a policy's stalls happen that the distilled env does not reproduce), keeps the
+observation once the car has stood still for ``--standing-s`` seconds after it first got going,
+and prints the policy's action on that observation with one group of features edited at a time.
+An edit that turns brake into throttle names what the policy brakes for.
 
     python tools/stall_probe.py ddm --track town:52 --surface ice
+    python tools/stall_probe.py ddm --track town:71 --surface 'asphalt>ice' --simulator standin
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from rich.table import Table
 
 from gym_s3.errors import S3Error
 from gym_s3.spec import CONTROL_DT_S
-from policies.checkpoint import resolve_policy
+from policies.checkpoint import Policy, resolve_policy
+from policies.evaluate import beamng_lap_env, simulator
 from policies.evaluate_distilled import distilled_lap_env
-from policies.probes import find_stall, probe_stall
+from policies.probes import Stall, find_stall, probe_stall
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="seed of the lap (patch placement, reset)")
     p.add_argument("--backend", default=None,
                    help="dynamics backend of S3Distilled-v0; none: the policy's own")  # fmt: skip
+    p.add_argument("--simulator", choices=("distilled", "standin"), default="distilled",
+                   help="where the lap is driven: S3Distilled-v0, or S3BeamNG-v0 on the open "
+                   "stand-in (started in-process; --backend is then ignored)")  # fmt: skip
     p.add_argument("--standing-s", type=float, default=2.0,
                    help="how long the car must have stood (below 0.5 m/s) [s]")  # fmt: skip
     args = p.parse_args(argv)
@@ -44,20 +50,26 @@ def main(argv: list[str] | None = None) -> int:
         from gym_s3.tracks.registry import cached_track
 
         name, policy = resolve_policy(args.policy)
-        backend = args.backend or policy.backend
-        layout = lap_layout(cached_track(args.track), args.surface, args.ice_patches, args.seed)
-        env = distilled_lap_env(args.track, layout, backend=backend, obs_mode=policy.obs_mode,
-                                seed=args.seed)  # fmt: skip
-        stall = find_stall(policy, env, standing_s=args.standing_s, seed=args.seed)
+        if args.simulator == "standin":
+            sim = "S3BeamNG-v0 (open stand-in)"
+            stall = _standin_stall(policy, args)
+        else:
+            backend = args.backend or policy.backend
+            sim = f"S3Distilled-v0/{backend}"
+            layout = lap_layout(cached_track(args.track), args.surface, args.ice_patches,
+                                args.seed)  # fmt: skip
+            env = distilled_lap_env(args.track, layout, backend=backend,
+                                    obs_mode=policy.obs_mode, seed=args.seed)  # fmt: skip
+            stall = find_stall(policy, env, standing_s=args.standing_s, seed=args.seed)
     except S3Error as err:
         p.error(str(err))  # names the setting, track, surface or policy; exit status 2
     where = f"{args.track} {args.surface}" + (f"+{args.ice_patches}" if args.ice_patches else "")
     if stall is None:
-        console.print(f"{name} on {where} in S3Distilled-v0/{backend}: the car never stood "
+        console.print(f"{name} on {where} in {sim}: the car never stood "
                       f"{args.standing_s:g} s after it got going")  # fmt: skip
         return 1
     console.print(
-        f"{name} on {where} in S3Distilled-v0/{backend}: standing at step {stall.step} "
+        f"{name} on {where} in {sim}: standing at step {stall.step} "
         f"({stall.step * CONTROL_DT_S:.1f} s), speed {stall.feature('v_long'):.2f} m/s, "
         f"cross-track {stall.feature('cross_track_error'):+.2f} m (+ left), heading error "
         f"{stall.feature('heading_error'):+.2f} rad, speed error "
@@ -70,6 +82,18 @@ def main(argv: list[str] | None = None) -> int:
         table.add_row(probe, f"{action[0]:+.2f}", f"{action[1]:+.2f}")
     console.print(table)
     return 0
+
+
+def _standin_stall(policy: Policy, args: argparse.Namespace) -> Stall | None:
+    """The stall of one lap in ``S3BeamNG-v0`` on a stand-in started here (compiled physics)."""
+    with simulator(standin=True, fast=True) as (_, connect):
+        env = beamng_lap_env(connect, track=args.track, surface=args.surface,
+                             ice_patches=args.ice_patches, seed=args.seed,
+                             obs_mode=policy.obs_mode)  # fmt: skip
+        try:
+            return find_stall(policy, env, standing_s=args.standing_s, seed=args.seed)
+        finally:
+            env.close()
 
 
 if __name__ == "__main__":

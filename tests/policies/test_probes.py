@@ -91,3 +91,27 @@ def test_find_stall_starts_the_clock_only_after_the_car_got_going():
     assert stall.action[1] == -1.0
     with pytest.raises(ConfigError, match="standing_s"):
         find_stall(Scripted(go=40), env, standing_s=-1.0)
+
+
+@pytest.mark.slow
+def test_stall_probe_tool_drives_the_lap_on_the_stand_in():
+    """``tools/stall_probe.py --simulator standin`` drives the lap through ``S3BeamNG-v0``.
+
+    The shipped ``ddm`` stands before a 90-degree ice corner of town:71's transition lap in the
+    stand-in (round 20); the probe names the stand-in and the standing step (or, for a policy
+    that no longer stalls there, says it never stood).
+    """
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tool = Path(__file__).resolve().parents[2] / "tools" / "stall_probe.py"
+    out = subprocess.run(
+        [sys.executable, str(tool), "ddm", "--track", "town:71", "--surface", "asphalt>ice",
+         "--simulator", "standin"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert out.returncode in (0, 1), out.stderr
+    assert "S3BeamNG-v0 (open stand-in)" in out.stdout
+    assert ("standing at step" in out.stdout) == (out.returncode == 0)
