@@ -20,10 +20,10 @@ use: on ice the car's acceleration is traction-limited at a few percent of throt
 expert holds 0.05), so more only spins the driven wheels, which costs their lateral grip at corner
 exits; without a price PPO has no reason to lift, since the extra pedal changes neither speed nor
 progress. On grippy surfaces throttle buys acceleration and the penalty is small beside the speed
-term. ``throttle_gate`` scales that penalty by the car's pace (its speed as a share of the target,
-as for the precision bonus): ``(1 - g) + g * pace``. At ``g = 1`` a car standing or crawling (a
-start, a recovery after a stall) presses for free and the pedal is priced only at speed, where on
-ice it spins the wheels; at ``g = 0`` (the default) every speed pays alike.
+term. ``throttle_pace`` charges that penalty in full only from a pace (the car's speed as a share
+of the target, as for the precision bonus) on: below it the charge falls linearly to nothing at
+rest, ``clamp(pace / throttle_pace, 0, 1)``, so a car standing or crawling (a start, a recovery
+after a stall) presses for free; at 0 (the default) every speed pays alike.
 
 The default weights make a step of reasonable tracking worth more than nothing (the ``alive``
 bonus outweighs typical penalties), so ending an episode early by failing never pays: with
@@ -31,8 +31,8 @@ purely negative per-step rewards a policy learns to crash quickly to stop the pe
 The same bonus also pays a car that stands still: 10 s standing before a tight corner on ice
 earns about 60 in ``alive`` against 17 in speed and some 20 in cross-track penalties, far more
 than the one-off failure penalty of a stall costs, so standing is never priced as the failure
-it is. ``alive_gate`` pays the bonus in proportion to the pace, ``(1 - g) + g * pace``, as
-``throttle_gate`` does for the pedal; at ``g = 0`` (the default) every step is paid alike.
+it is. ``alive_pace`` pays the bonus in full only from that pace on, ``clamp(pace / alive_pace,
+0, 1)``, as ``throttle_pace`` charges the pedal; at 0 (the default) every step is paid alike.
 """
 
 from __future__ import annotations
@@ -61,13 +61,12 @@ class RewardWeights:
             arriving too slow).
         smoothness: penalty per unit of mean squared action change [1].
         throttle: penalty per unit of squared throttle command ``max(accel, 0)^2`` [1].
-        throttle_gate: share of the throttle penalty scaled by pace, in ``[0, 1]``: the penalty is
-            multiplied by ``(1 - throttle_gate) + throttle_gate * pace`` [1] (a scale, not a
-            weight).
+        throttle_pace: pace from which the throttle penalty is charged in full, in ``[0, 1]``;
+            below it the penalty is scaled by ``pace / throttle_pace`` (0: no scaling) [1].
         failure: one-off penalty when an episode terminates by failure [1].
         alive: bonus per step survived [1].
-        alive_gate: share of the alive bonus scaled by pace, in ``[0, 1]``: the bonus is
-            multiplied by ``(1 - alive_gate) + alive_gate * pace`` [1] (a scale, not a weight).
+        alive_pace: pace from which the alive bonus is paid in full, in ``[0, 1]``; below it the
+            bonus is scaled by ``pace / alive_pace`` (0: no scaling) [1].
         precision: bonus per step for being on the line at speed,
             ``exp(-(cte / precision_width)^2) * clamp(v / max(v_target, 1 m/s), 0, 1)`` [1].
         precision_width: width of the precision kernel [m] (a scale, not a weight; > 0).
@@ -80,10 +79,10 @@ class RewardWeights:
     overspeed: float = 0.0
     smoothness: float = 0.2
     throttle: float = 0.0
-    throttle_gate: float = 0.0
+    throttle_pace: float = 0.0
     failure: float = 10.0
     alive: float = 0.3
-    alive_gate: float = 0.0
+    alive_pace: float = 0.0
     precision: float = 0.0
     precision_width: float = 0.15
 
@@ -94,9 +93,9 @@ class RewardWeights:
                 raise ConfigError(f"reward weight '{f.name}' must be a number >= 0, got {value!r}")
         if not self.precision_width > 0.0:
             raise ConfigError(f"precision_width must be > 0 [m], got {self.precision_width!r}")
-        for gate in ("throttle_gate", "alive_gate"):
-            if not getattr(self, gate) <= 1.0:
-                raise ConfigError(f"{gate} must be in [0, 1], got {getattr(self, gate)!r}")
+        for name in ("throttle_pace", "alive_pace"):
+            if not getattr(self, name) <= 1.0:
+                raise ConfigError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
 
     @staticmethod
     def from_dict(values: dict[str, Any]) -> RewardWeights:
@@ -114,9 +113,14 @@ class RewardWeights:
         return asdict(self)
 
 
-def _paced(gate: float, pace: Tensor) -> Tensor:
-    """``(N,)`` scale ``(1 - gate) + gate * pace`` of a term paid (or charged) at pace [1]."""
-    return 1.0 - gate + gate * pace
+def _paced(full_pace: float, pace: Tensor) -> Tensor:
+    """``(N,)`` scale ``clamp(pace / full_pace, 0, 1)`` of a term paid in full from ``full_pace``.
+
+    ``full_pace = 0`` scales nothing (ones).
+    """
+    if full_pace == 0.0:
+        return torch.ones_like(pace)
+    return (pace / full_pace).clamp(max=1.0)
 
 
 def compute_reward(
@@ -160,9 +164,9 @@ def compute_reward(
         "speed": -weights.speed * speed_err.abs(),
         "overspeed": -weights.overspeed * speed_err.clamp_min(0.0),
         "smoothness": -weights.smoothness * action_delta,
-        "throttle": -weights.throttle * _paced(weights.throttle_gate, pace) * throttle**2,
+        "throttle": -weights.throttle * _paced(weights.throttle_pace, pace) * throttle**2,
         "failure": -weights.failure * failed.to(advanced.dtype),
-        "alive": weights.alive * _paced(weights.alive_gate, pace),
+        "alive": weights.alive * _paced(weights.alive_pace, pace),
     }
     reward = torch.stack(list(terms.values())).sum(dim=0)
     return reward, terms

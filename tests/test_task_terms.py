@@ -24,7 +24,7 @@ from gym_s3.tracks.surfaces import RectPatch, SurfaceLayout
 WEIGHTS = RewardWeights(progress=0.7, cross_track=0.11, heading=0.13, speed=0.17,
                         smoothness=0.19, failure=23.0, alive=0.29, precision=0.31,
                         precision_width=0.5, overspeed=0.37,
-                        throttle=0.41, throttle_gate=0.6, alive_gate=0.43)  # fmt: skip
+                        throttle=0.41, throttle_pace=0.6, alive_pace=0.43)  # fmt: skip
 TERMS = ("progress", "cross_track", "heading", "speed", "smoothness", "failure", "alive",
          "precision", "overspeed", "throttle")  # fmt: skip
 
@@ -77,7 +77,7 @@ def test_each_error_costs_its_own_weight_in_either_direction():
         "speed": -0.17 * dv.abs(),
         "smoothness": torch.zeros(7),
         "failure": torch.zeros(7),
-        "alive": 0.29 * (0.57 + 0.43 * pace),  # alive_gate 0.43: the slow car earns less
+        "alive": 0.29 * (pace / 0.43).clamp(max=1.0),  # alive_pace 0.43: the slow car earns less
         "precision": 0.31 * torch.exp(-((dy / 0.5) ** 2)) * pace,
         "overspeed": -0.37 * dv.clamp(min=0.0),  # the fast car only
         "throttle": torch.zeros(7),  # no pedal
@@ -154,37 +154,38 @@ def test_throttle_costs_its_squared_pedal_and_braking_costs_nothing():
 
 
 def test_gated_throttle_penalty_spares_a_standing_car():
-    """With ``throttle_gate = 0.6`` full throttle costs ``0.41 (0.4 + 0.6 pace)``.
+    """With ``throttle_pace = 0.6`` full throttle costs ``0.41 min(pace / 0.6, 1)``.
 
     Rows at rest, at half the target speed, at the target and above it (pace capped at 1): a
-    standing car pays 40 % of the penalty, a car at pace all of it.
+    standing car pays nothing, one at half the target 5/6 of the penalty, a car at pace all of it.
     """
     task = _task(4)
     v_ref = task.pool.target_speed(task.variant, task.s + 1.0)
     dv = torch.stack([-v_ref[0], -0.5 * v_ref[1], torch.tensor(0.0), torch.tensor(3.0)])
     out = task.step(_cars(task, dv=dv), torch.tensor([[0.0, 1.0]] * 4))
     pace = torch.tensor([0.0, 0.5, 1.0, 1.0])
-    expected = -0.41 * (0.4 + 0.6 * pace)
+    expected = -0.41 * (pace / 0.6).clamp(max=1.0)
     assert _terms(out)["throttle"].tolist() == pytest.approx(expected.tolist(), abs=1e-6)
 
 
-def test_gated_alive_bonus_pays_a_standing_car_its_ungated_share_only():
-    """With ``alive_gate = 0.43`` a step earns ``0.29 (0.57 + 0.43 pace)`` of ``alive``.
+def test_alive_bonus_below_its_pace_falls_to_nothing_at_rest():
+    """With ``alive_pace = 0.43`` a step earns ``0.29 min(pace / 0.43, 1)`` of ``alive``.
 
-    Rows at rest, at half the target speed and at it: standing earns 57 % of the bonus.
+    Rows at rest, at a fifth of the target speed, at half of it and at it: standing earns nothing,
+    a car at half the target speed (above 0.43) all of it.
     """
-    task = _task(3)
+    task = _task(4)
     v_ref = task.pool.target_speed(task.variant, task.s + 1.0)
-    dv = torch.stack([-v_ref[0], -0.5 * v_ref[1], torch.tensor(0.0)])
-    out = task.step(_cars(task, dv=dv), torch.zeros(3, 2))
-    expected = 0.29 * (0.57 + 0.43 * torch.tensor([0.0, 0.5, 1.0]))
+    dv = torch.stack([-v_ref[0], -0.8 * v_ref[1], -0.5 * v_ref[2], torch.tensor(0.0)])
+    out = task.step(_cars(task, dv=dv), torch.zeros(4, 2))
+    expected = 0.29 * torch.tensor([0.0, 0.2 / 0.43, 1.0, 1.0])
     assert _terms(out)["alive"].tolist() == pytest.approx(expected.tolist(), abs=1e-6)
 
 
-@pytest.mark.parametrize("gate", ["throttle_gate", "alive_gate"])
-def test_gates_outside_zero_one_are_refused(gate):
-    with pytest.raises(ConfigError, match=gate):
-        RewardWeights(**{gate: 1.5})
+@pytest.mark.parametrize("name", ["throttle_pace", "alive_pace"])
+def test_full_paces_outside_zero_one_are_refused(name):
+    with pytest.raises(ConfigError, match=name):
+        RewardWeights(**{name: 1.5})
 
 
 def test_spin_out_terminates_on_its_own_on_the_road():
