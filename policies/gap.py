@@ -5,9 +5,13 @@ The policy drives each lap (same track, surface layout, standing start and task)
 default, BeamNG.tech with ``--beamng``), through the one lap implementation of
 :mod:`policies.evaluate`. Per condition, ``gap.json`` holds both metric sets and their ratio
 high-fidelity / distilled: 1 means the distilled env predicted the policy's lap; above 1 it was
-too optimistic. A table (terminal and ``gap.md``) and, per condition, a plot of both trajectories
-on the track and both error traces along the lap go with it. Every artefact names the
-high-fidelity simulator (open stand-in or BeamNG.tech).
+too optimistic. ``ends`` counts the laps whose ending (completed, stalled, off the road, ...) the
+distilled env predicted, and names the laps it let through that the high-fidelity side failed
+(optimistic) and those it failed that the high-fidelity side completed (pessimistic): a failure
+the distilled env does not reproduce is one no training inside it can teach a policy to avoid.
+A table (terminal and ``gap.md``) and, per condition, a plot of both trajectories on the track and
+both error traces along the lap go with it. Every artefact names the high-fidelity simulator
+(open stand-in or BeamNG.tech). ``--tracks`` drives every condition on several tracks.
 """
 
 from __future__ import annotations
@@ -79,6 +83,41 @@ def gap_entry(distilled: RunResult, highfi: RunResult) -> dict[str, Any]:
     }
 
 
+def gap_ends(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Whether the distilled env predicted how each lap ended (``runs``: :func:`gap_entry` s).
+
+    Returns:
+        ``laps`` (count), ``agree`` (laps ending the same way in both), ``optimistic`` (the
+        conditions the distilled env completed and the high-fidelity side did not) and
+        ``pessimistic`` (the reverse), each a list of condition descriptions.
+    """
+    from policies.evaluate import describe_condition
+
+    def done(side: dict[str, Any]) -> bool:
+        return side["end"] == "completed"
+
+    return {
+        "laps": len(runs),
+        "agree": sum(r["distilled"]["end"] == r["highfi"]["end"] for r in runs),
+        "optimistic": [describe_condition(r["condition"]) for r in runs
+                       if done(r["distilled"]) and not done(r["highfi"])],
+        "pessimistic": [describe_condition(r["condition"]) for r in runs
+                        if done(r["highfi"]) and not done(r["distilled"])],
+    }  # fmt: skip
+
+
+def ends_line(ends: dict[str, Any]) -> str:
+    """One sentence on :func:`gap_ends`."""
+    line = (f"Ends agree on {ends['agree']} of {ends['laps']} laps; the distilled env completed "
+            f"{len(ends['optimistic'])} the high-fidelity side failed (optimistic) and failed "
+            f"{len(ends['pessimistic'])} it completed (pessimistic).")  # fmt: skip
+    if ends["optimistic"]:
+        line += f" Optimistic: {', '.join(ends['optimistic'])}."
+    if ends["pessimistic"]:
+        line += f" Pessimistic: {', '.join(ends['pessimistic'])}."
+    return line
+
+
 def measure_gap(
     policy: Any,
     *,
@@ -146,6 +185,23 @@ def measure_gap(
         "ratio": "high-fidelity / distilled",
         "runs": [gap_entry(d, h) for d, h in pairs],
     }
+    report["ends"] = gap_ends(report["runs"])
+    return report, pairs
+
+
+def measure_gap_tracks(
+    policy: Any, tracks: Sequence[str], **options: Any
+) -> tuple[dict[str, Any], list[tuple[RunResult, RunResult]]]:
+    """:func:`measure_gap` on every track of ``tracks``, as one report (runs in track order)."""
+    if not tracks:
+        raise ConfigError("give at least one track")
+    report: dict[str, Any] = {}
+    pairs: list[tuple[RunResult, RunResult]] = []
+    for track in tracks:
+        part, part_pairs = measure_gap(policy, track=track, **options)
+        report = {**part, "runs": report.get("runs", []) + part["runs"]}
+        pairs += part_pairs
+    report["ends"] = gap_ends(report["runs"])
     return report, pairs
 
 
@@ -181,6 +237,7 @@ def gap_markdown(report: dict[str, Any]) -> str:
         for k in shown:
             cells += [_fmt(d[k]), _fmt(h[k]), _fmt(r[k])]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", ends_line(gap_ends(report["runs"]))]
     return "\n".join(lines) + "\n"
 
 
@@ -208,6 +265,7 @@ def print_gap(report: dict[str, Any]) -> None:
     console = Console()
     console.width = max(console.width, 170)
     console.print(table)
+    console.print(escape(ends_line(gap_ends(report["runs"]))))
 
 
 def plot_gap(distilled: RunResult, highfi: RunResult, simulator: str, out: Path) -> Path:
@@ -290,6 +348,9 @@ def register(subparsers: Any) -> None:
         "stand-in server, one lap after another) or model (every lap one car of one batch of "
         "the stand-in's vehicle model in-process: the same laps and physics, many times faster)",
     )
+    p.add_argument("--tracks", default=None,
+                   help="comma-separated tracks, each driven with every condition (replaces "
+                   "--track), e.g. town:50,town:51,procedural:201")  # fmt: skip
     p.add_argument("--out", type=Path, default=Path("runs/gap"), help="output folder")
     p.set_defaults(func=_run)
 
@@ -298,10 +359,13 @@ def _run(args: argparse.Namespace) -> int:
     from policies.checkpoint import resolve_policy
     from policies.lap_options import beamng_options, csv_list
 
+    if args.tracks and args.track != "putnam":
+        raise ConfigError("give the tracks with --tracks or one track with --track, not both")
+    tracks = csv_list(args.tracks, str) if args.tracks else [args.track]
     _, policy = resolve_policy(args.policy)
     sim = beamng_options(args, active=args.beamng, how="--beamng")
-    report, pairs = measure_gap(
-        policy, track=args.track, surfaces=csv_list(args.surfaces, str),
+    report, pairs = measure_gap_tracks(
+        policy, tracks, surfaces=csv_list(args.surfaces, str),
         ice_patches=csv_list(args.ice_patches, int), seed=args.seed, backend=args.backend,
         checkpoint=args.dynamics_checkpoint, max_steps=args.max_steps,
         time_limit_s=args.time_limit, standin=not args.beamng,

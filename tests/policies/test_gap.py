@@ -120,3 +120,37 @@ def test_cli_gap_takes_shipped_names_and_names_them_on_a_typo(
     assert seen["meta"]["backend"] == "ddm"
     assert main(["gap", "dddm", "--surfaces", "ice"]) != 0
     assert "bicycle, ddm, trans, dytr, oracle" in capsys.readouterr().err
+
+
+def _entry(track: str, distilled_end: str, highfi_end: str) -> dict:
+    return {"condition": {"track": track, "surface": "ice", "ice_patches": 0},
+            "distilled": {"end": distilled_end}, "highfi": {"end": highfi_end}}  # fmt: skip
+
+
+def test_gap_ends_name_the_laps_the_distilled_env_let_through():
+    """Optimistic: completed distilled, failed high-fi; pessimistic the reverse; agree: same end.
+
+    Two different failures (stalled / off_track) do not agree; neither is optimistic.
+    """
+    from policies.gap import ends_line, gap_ends
+
+    runs = [_entry("town:1", "completed", "stalled"), _entry("town:2", "completed", "completed"),
+            _entry("town:3", "off_track", "completed"), _entry("town:4", "stalled", "stalled"),
+            _entry("town:5", "stalled", "off_track")]  # fmt: skip
+    ends = gap_ends(runs)
+    assert ends["laps"] == 5 and ends["agree"] == 2
+    assert ends["optimistic"] == ["town:1: ice"]
+    assert ends["pessimistic"] == ["town:3: ice"]
+    assert "completed 1 the high-fidelity side failed" in ends_line(ends)
+
+
+def test_gap_over_several_tracks_is_one_report(policy):
+    """``measure_gap_tracks``: every condition on every track, runs in track order, ends counted."""
+    from policies.gap import measure_gap_tracks
+
+    report, pairs = measure_gap_tracks(policy, ["putnam", "procedural:201"], surfaces=("ice",),
+                                       ice_patches=(0,), max_steps=20, batched=True, fast=False,
+                                       progress=False)  # fmt: skip
+    assert [r["condition"]["track"] for r in report["runs"]] == ["putnam", "procedural:201"]
+    assert len(pairs) == 2 and report["ends"]["laps"] == 2
+    assert report["ends"]["agree"] == 2  # 20 steps: both sides end by the step cap
