@@ -184,6 +184,7 @@ def test_alive_bonus_below_its_pace_falls_to_nothing_at_rest():
 
 @pytest.mark.parametrize("name", ["throttle_pace", "alive_pace"])
 def test_full_paces_outside_zero_one_are_refused(name):
+    """A pace above 1 (the target speed caps the pace at 1) is refused with its name."""
     with pytest.raises(ConfigError, match=name):
         RewardWeights(**{name: 1.5})
 
