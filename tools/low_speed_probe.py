@@ -85,8 +85,18 @@ def drive(env: object, actions: np.ndarray) -> np.ndarray:
 
 
 def summarise(speed: np.ndarray, start: int) -> dict[str, float | None]:
-    """Speed at the start and end of the held phase, time to rest and lowest speed of it."""
+    """Speed at the start and end of the held phase, time to rest and lowest speed of it.
+
+    Raises:
+        ConfigError: the episode ended (off the road, past a corner) before the held phase.
+    """
     held = speed[start:]
+    if not len(held):
+        raise ConfigError(
+            f"the car's episode ended after {(len(speed) - 1) * CONTROL_DT_S:.1f} s, before the "
+            f"held phase (off the road at the first corner?): shorten --accel-s or lower "
+            f"--throttle"
+        )
     rest = np.nonzero(np.abs(held) < REST_SPEED_MPS)[0]
     return {
         "v_start": float(held[0]),

@@ -37,6 +37,8 @@ def test_summary_reads_the_held_phase_only():
     assert out == {"v_start": 2.0, "v_end": -0.1, "time_to_rest_s": pytest.approx(0.15),
                    "v_min": -0.2}  # fmt: skip
     assert probe_tool.summarise(np.array([3.0, 2.0, 1.0]), 0)["time_to_rest_s"] is None
+    with pytest.raises(ConfigError, match="--accel-s"):
+        probe_tool.summarise(np.array([0.0, 1.0, 2.0]), 5)  # ended during the run-up
 
 
 def test_full_brake_on_asphalt_stops_the_stand_in_and_ddm_alike():
