@@ -21,17 +21,21 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from gym_s3.dynamics.base import NUM_HISTORY_FEATURES
+from gym_s3.dynamics.base import HISTORY_FEATURES, NUM_HISTORY_FEATURES
 from gym_s3.dynamics.ddm_physics import (
     DDMVehicle,
     apply_guard,
     bicycle_step,
     guard_bounds,
     guard_init_bias,
+    pedals_between_commands,
 )
 from gym_s3.dynamics.learned import LearnedBackend, check_positive_int
 from gym_s3.errors import ConfigError
 from gym_s3.spec import CONTROL_DT_S
+
+#: Column of the accel command in a history row.
+ACCEL_COLUMN = HISTORY_FEATURES.index("accel")
 
 
 def mlp(sizes: list[int], out: int) -> nn.Sequential:
@@ -57,6 +61,9 @@ class DDMBackend(LearnedBackend):
         l_f: centre of gravity to front axle [m].
         l_r: centre of gravity to rear axle [m].
         yaw_inertia: nominal yaw inertia [kg m^2].
+        pedals_from_commands: hold the effective throttle and brake between the last two
+            commanded pedals (:func:`~gym_s3.dynamics.ddm_physics.pedals_between_commands`);
+            off in the shipped checkpoint (trained without it).
     """
 
     name = "ddm"
@@ -73,6 +80,7 @@ class DDMBackend(LearnedBackend):
         l_f: float = 1.20,
         l_r: float = 1.60,
         yaw_inertia: float = 2500.0,
+        pedals_from_commands: bool = False,
     ) -> None:
         super().__init__(dt)
         self.history_length = check_positive_int("ddm history", history)
@@ -83,6 +91,7 @@ class DDMBackend(LearnedBackend):
             raise ConfigError(f"ddm slip_speed_floor must be > 0 m/s, got {slip_speed_floor!r}")
         self.slip_speed_floor = float(slip_speed_floor)
         self.vehicle = DDMVehicle(mass=mass, l_f=l_f, l_r=l_r, yaw_inertia=yaw_inertia)
+        self.pedals_from_commands = bool(pedals_from_commands)
         self.bounds = guard_bounds(self.vehicle)
         self.net = mlp([history * NUM_HISTORY_FEATURES] + [hidden] * layers, len(self.bounds))
         with torch.no_grad():
@@ -106,6 +115,7 @@ class DDMBackend(LearnedBackend):
             "l_f": v.l_f,
             "l_r": v.l_r,
             "yaw_inertia": v.yaw_inertia,
+            "pedals_from_commands": self.pedals_from_commands,
         }
 
     def coefficients(self, history: Tensor) -> Tensor:
@@ -116,7 +126,10 @@ class DDMBackend(LearnedBackend):
         """
         x = self.norm.history(history[:, -self.history_length :].to(self.low.dtype))
         raw = self.net(x.flatten(1))
-        return apply_guard(raw, self.low, self.high)
+        coef = apply_guard(raw, self.low, self.high)
+        if self.pedals_from_commands:
+            coef = pedals_between_commands(coef, history[:, -2:, ACCEL_COLUMN].to(coef.dtype))
+        return coef
 
     def predict(
         self, history: Tensor, extra: dict[str, Tensor]

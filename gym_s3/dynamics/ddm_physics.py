@@ -137,6 +137,30 @@ def guard_init_bias(bounds: tuple[Bound, ...]) -> Tensor:
     return torch.log(frac / (1 - frac))
 
 
+def pedals_between_commands(coef: Tensor, accel: Tensor) -> Tensor:
+    """Effective throttle and brake held between the last two commanded pedals.
+
+    The guard's throttle and brake lie in ``[0, 1]``; read as a position between the previous
+    and the current command of each pedal (``throttle = max(accel, 0)``, ``brake =
+    max(-accel, 0)``), an effective pedal can follow a first-order actuator lag but never press
+    a pedal that was not commanded: without it, the network was free to output a throttle of
+    0.14 and a brake of 0.05 under a commanded brake of 0.25 at full lock on ice (states the
+    expert's logs never visit), and the car crept on under the brake.
+
+    Args:
+        coef: ``(N, C)`` guarded coefficients (order: :func:`guard_bounds`; 1: throttle, 2: brake).
+        accel: ``(N, 2)`` accel commands of the previous and the current step [1].
+
+    Returns:
+        ``(N, C)`` coefficients with the throttle and brake so bounded.
+    """
+    out = coef.clone()
+    for column, pedal in ((1, accel.clamp(min=0.0)), (2, (-accel).clamp(min=0.0))):
+        low, high = pedal.min(-1).values, pedal.max(-1).values
+        out[:, column] = low + (high - low) * coef[:, column]
+    return out
+
+
 def apply_guard(raw: Tensor, low: Tensor, high: Tensor) -> Tensor:
     """Squash raw outputs ``(N, C)`` into ``[low, high]`` ``(C,)`` with a sigmoid."""
     return low + (high - low) * torch.sigmoid(raw)

@@ -151,3 +151,43 @@ def test_without_throttle_energy_never_grows() -> None:
         new = bicycle_step(vel, c, mu, VEHICLE, 0.05, 5, 3.0)
         assert float((_energy(new, c) - _energy(vel, c)).max()) < 1.0
         vel = new
+
+
+def test_pedals_between_commands_follow_the_last_two_commanded_pedals():
+    """Throttle and brake sit between the previous and current command of each pedal.
+
+    The guard's 0.5 is the midpoint: steady brake 0.25 gives exactly 0.25 and no throttle; a
+    throttle raised from 0.2 to 0.6 gives 0.4; a switch from throttle 0.4 to brake 0.3 gives
+    throttle 0.2 and brake 0.15. The other coefficients are untouched.
+    """
+    from gym_s3.dynamics.ddm_physics import pedals_between_commands
+
+    coef = torch.full((3, 18), 0.5, dtype=torch.float64)
+    coef[:, 0], coef[:, 3:] = 0.3, 7.0
+    accel = torch.tensor([[-0.25, -0.25], [0.2, 0.6], [0.4, -0.3]], dtype=torch.float64)
+    out = pedals_between_commands(coef, accel)
+    assert out[:, 1].tolist() == pytest.approx([0.0, 0.4, 0.2])
+    assert out[:, 2].tolist() == pytest.approx([0.25, 0.0, 0.15])
+    assert torch.equal(out[:, 0], coef[:, 0]) and torch.equal(out[:, 3:], coef[:, 3:])
+
+
+@pytest.mark.parametrize("command_pedals", [True, False])
+def test_braking_at_lock_on_ice_stops_the_ddm_only_with_command_pedals(command_pedals):
+    """An untrained DDM braking 0.25 at steering lock on ice from 2 m/s.
+
+    With the pedals held to the commands it comes to rest; with the guard's free pedals (its
+    nominal throttle 0.05 against a brake that fades near rest) it creeps on, as the shipped
+    ``ddm`` does (``tools/low_speed_probe.py``).
+    """
+    from gym_s3.dynamics.ddm import DDMBackend
+
+    torch.manual_seed(0)
+    backend = DDMBackend(pedals_from_commands=command_pedals).double()
+    mu = torch.full((1, 4), 0.1, dtype=torch.float64)
+    state = backend.initial_state(torch.zeros(1, 3, dtype=torch.float64),
+                                  torch.tensor([2.0], dtype=torch.float64), mu)  # fmt: skip
+    action = torch.tensor([[-0.85, -0.25]], dtype=torch.float64)
+    with torch.no_grad():
+        for _ in range(400):  # 20 s
+            state = backend.step(state, action, mu)
+    assert (float(state.vel[0, 0].abs()) < 0.02) == command_pedals, float(state.vel[0, 0])
