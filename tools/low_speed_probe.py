@@ -109,7 +109,10 @@ def summarise(speed: np.ndarray, start: int) -> dict[str, float | None]:
 def probe(
     manoeuvre: Manoeuvre, *, track: str, surface: str, backends: list[str]
 ) -> dict[str, dict[str, float | None]]:
-    """:func:`summarise` of the manoeuvre per side: ``distilled/<backend>`` and ``stand-in``."""
+    """:func:`summarise` of the manoeuvre per side: each distilled backend and the stand-in.
+
+    ``backends`` entries are backend names (the shipped checkpoint) or ``NAME=CHECKPOINT``.
+    """
     from gym_s3.tracks.lap_layouts import lap_layout
     from gym_s3.tracks.registry import cached_track
     from policies.evaluate import beamng_lap_env, simulator
@@ -118,9 +121,12 @@ def probe(
     actions, start = manoeuvre.actions()
     layout = lap_layout(cached_track(track), surface, 0, 0)
     out = {}
-    for backend in backends:
-        env = distilled_lap_env(track, layout, backend=backend, obs_mode="default")
-        out[f"S3Distilled-v0/{backend}"] = summarise(drive(env, actions), start)
+    for entry in backends:
+        backend, _, checkpoint = entry.partition("=")
+        env = distilled_lap_env(track, layout, backend=backend, obs_mode="default",
+                                checkpoint=checkpoint or None)  # fmt: skip
+        name = f"S3Distilled-v0/{backend}" + (f" ({checkpoint})" if checkpoint else "")
+        out[name] = summarise(drive(env, actions), start)
     with simulator(standin=True, fast=True) as (_, connect):
         env = beamng_lap_env(connect, track=track, surface=surface, ice_patches=0, seed=0,
                              obs_mode="default")  # fmt: skip
@@ -143,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="accel of the held phase, < 0 brake [1]")  # fmt: skip
     p.add_argument("--hold-s", type=float, default=d.hold_s, help="held phase duration [s]")
     p.add_argument("--backends", default="ddm,trans,dytr",
-                   help="comma-separated distilled backends")  # fmt: skip
+                   help="comma-separated distilled backends, each a name (its shipped "
+                   "checkpoint) or NAME=CHECKPOINT, e.g. ddm=runs/dynamics/ddm")  # fmt: skip
     args = p.parse_args(argv)
     try:
         manoeuvre = Manoeuvre(args.throttle, args.accel_s, args.steer, args.accel, args.hold_s)
