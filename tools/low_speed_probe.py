@@ -26,7 +26,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gym_s3.errors import ConfigError, S3Error
-from gym_s3.spec import CONTROL_DT_S
+from gym_s3.spec import CONTROL_DT_S, feature_index
 
 #: Speed below which a car counts as at rest [m/s].
 REST_SPEED_MPS = 0.05
@@ -71,12 +71,13 @@ class Manoeuvre:
 
 def drive(env: object, actions: np.ndarray) -> np.ndarray:
     """``(T + 1,)`` forward speed [m/s] of the car under ``actions`` (until the episode ends)."""
+    v_long = feature_index("v_long")
     obs, _ = env.reset(seed=0)  # type: ignore[attr-defined]
-    speed = [float(obs[0])]  # v_long is the first observation feature
+    speed = [float(obs[v_long])]
     try:
         for action in actions:
             obs, _, terminated, truncated, _ = env.step(action)  # type: ignore[attr-defined]
-            speed.append(float(obs[0]))
+            speed.append(float(obs[v_long]))
             if terminated or truncated:
                 break
     finally:
