@@ -8,11 +8,14 @@ State layout (:class:`BackendState`): the pose ``[x, y, yaw]`` and body velociti
 ``[v_long, v_lat, yaw_rate]`` every backend shares, a history window of standard features that the
 learned backends read, and a dict of backend-specific tensors (actuator states, recurrent or
 attention caches). Backends predict the velocity change; the pose is integrated by
-:func:`integrate_pose`, the same for every backend.
+:func:`integrate_pose`, the same for every backend, after two physical bounds every backend shares:
+brakes never drive a car backwards (:func:`brakes_never_reverse`) and runaway or non-finite cars
+are frozen (:func:`guard`).
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -146,6 +149,30 @@ def integrate_pose(pose: Tensor, vel_old: Tensor, vel_new: Tensor, dt: float) ->
     return torch.stack([pose[:, 0] + dx, pose[:, 1] + dy, pose[:, 2] + dt * mean[:, 2]], dim=-1)
 
 
+def brakes_never_reverse(vel: Tensor, vel_next: Tensor, action: Tensor) -> Tensor:
+    """``vel_next`` with a braked car's forward speed kept from turning backwards.
+
+    Brakes stop a car; they cannot drive it backwards. Under a commanded brake (``accel < 0``)
+    the forward speed may fall to zero but not below ``min(v_long, 0)``: a car rolling forwards
+    stops at rest, one already rolling backwards may not speed up backwards. The high-fidelity
+    data never has a braked car going backwards (none of 783,316 expert rows and 210,652 policy
+    rows brakes at ``v_long < -0.05 m/s``), but a learned model that never saw braking at rest
+    can predict it (``trans`` reversed to -1.37 m/s at full lock on snow,
+    ``tools/low_speed_probe.py``).
+
+    Args:
+        vel: ``(N, 3)`` body velocities ``[v_long, v_lat, yaw_rate]`` before the step.
+        vel_next: ``(N, 3)`` the backend's prediction one control period later.
+        action: ``(N, 2)`` ``[steer, accel]`` applied during the step.
+
+    Returns:
+        ``(N, 3)`` a new tensor (``vel_next`` may be a view into a backend's cache).
+    """
+    floor = torch.where(action[:, 1] < 0, vel[:, 0].clamp(max=0.0), -math.inf)
+    v_long = torch.maximum(vel_next[:, 0], floor.to(vel_next.dtype))
+    return torch.cat([v_long[:, None], vel_next[:, 1:]], dim=-1)
+
+
 def guard(
     state: BackendState, candidate: BackendState, *, sync_free: bool | None = None
 ) -> BackendState:
@@ -207,8 +234,8 @@ class DynamicsBackend(nn.Module, ABC):
 
     Subclasses set :attr:`name` and :attr:`history_length` and implement :meth:`predict`, which
     maps the history window (whose newest row already holds the action being applied) to the body
-    velocities one control period later. :meth:`step` handles the history, pose integration and
-    the non-finite guard identically for every backend.
+    velocities one control period later. :meth:`step` handles the history, the brake bound, pose
+    integration and the non-finite guard identically for every backend.
     """
 
     name: ClassVar[str] = ""
@@ -278,6 +305,7 @@ class DynamicsBackend(nn.Module, ABC):
         row = history_row(state.vel, action, wheel_mu)
         history = torch.cat([state.history[:, 1:], row[:, None, :]], dim=1)
         vel_next, extra = self.predict(history, state.extra)
+        vel_next = brakes_never_reverse(state.vel, vel_next, action)
         pose = integrate_pose(state.pose, state.vel, vel_next, self.dt)
         candidate = BackendState(pose=pose, vel=vel_next, history=history, extra=extra)
         return guard(state, candidate)

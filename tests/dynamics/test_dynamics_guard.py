@@ -1,4 +1,8 @@
-"""The runaway guard of every backend step: which cars it freezes, and its two equal paths."""
+"""The bounds of every backend step.
+
+The runaway guard (which cars it freezes, its two equal paths) and brakes that never drive a car
+backwards.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import torch
 from dynamics_helpers import BACKENDS, build, random_rows
 
 from gym_s3.dynamics import state_from_window
-from gym_s3.dynamics.base import MAX_SPEED, MAX_YAW_RATE, BackendState, guard
+from gym_s3.dynamics.base import MAX_SPEED, MAX_YAW_RATE, BackendState, DynamicsBackend, guard
 
 
 def _state(n: int, seed: int) -> BackendState:
@@ -95,3 +99,48 @@ def test_a_step_shares_no_tensor_with_the_state_it_came_from(name: str) -> None:
     old = {t.untyped_storage().data_ptr() for t in before.tensors().values()}
     for key, t in after.tensors().items():
         assert t.untyped_storage().data_ptr() not in old, f"{name}: {key} is the input's tensor"
+
+
+class _Decelerating(DynamicsBackend):
+    """A stand-in model that takes 1 m/s off the forward speed every step, whatever the pedals."""
+
+    name = "decelerating"
+
+    def predict(self, history: torch.Tensor, extra: dict) -> tuple[torch.Tensor, dict]:
+        return history[:, -1, :3] - torch.tensor([1.0, 0.0, 0.0]), {}
+
+
+def test_brakes_stop_a_car_but_never_drive_it_backwards() -> None:
+    """Under the brake the forward speed stops at 0 (or at a backward speed it already had)."""
+    backend = _Decelerating()
+    speed = torch.tensor([0.5, 0.5, -1.0, 3.0, 0.0])
+    state = backend.initial_state(torch.zeros(5, 3), speed, torch.ones(5, 4))
+    accel = torch.tensor([-0.3, 0.2, -0.3, -0.3, -1.0])
+    out = backend.step(state, torch.stack([torch.zeros(5), accel], dim=-1), torch.ones(5, 4))
+    # braked 0.5 -> 0; throttle is not bounded (-0.5); braked -1 stays -1; 3 -> 2; rest holds
+    assert torch.equal(out.vel[:, 0], torch.tensor([0.0, -0.5, -1.0, 2.0, 0.0]))
+    # the pose is integrated with the bounded speed: the braked car stops short of going back
+    assert out.pose[0, 0] == pytest.approx(0.5 * 0.5 * 0.05)
+    assert out.pose[1, 0] == pytest.approx(0.0)
+
+
+def test_shipped_trans_braking_at_lock_on_snow_holds_at_rest() -> None:
+    """The shipped ``trans`` (which predicts reversing there) keeps a braked car from going back.
+
+    From 3 m/s at full lock with brake 0.25 on snow (mu 0.35) for 10 s: the car stops and stays
+    stopped; without the bound it rolls backwards (``tools/low_speed_probe.py --surface snow``).
+    """
+    from gym_s3.dynamics import load
+
+    backend = load("trans")
+    n = 1
+    mu = torch.full((n, 4), 0.35)
+    state = backend.initial_state(torch.zeros(n, 3), torch.full((n,), 3.0), mu)
+    action = torch.tensor([[-0.85, -0.25]])
+    speeds = []
+    with torch.no_grad():
+        for _ in range(200):
+            state = backend.step(state, action, mu)
+            speeds.append(float(state.vel[0, 0]))
+    assert min(speeds) >= 0.0
+    assert speeds[-1] < 0.05
