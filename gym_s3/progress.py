@@ -1,8 +1,34 @@
-"""The project's progress bar (rich): one look for data generation, distillation and PPO."""
+"""The project's terminal output (rich): one progress bar and one console for every command.
+
+The progress bar looks the same for data generation, distillation and PPO. The console prints the
+result tables: on a terminal at its width, and when the output goes to a file or a pipe (logs,
+CI, ``> results.txt``) at :data:`LOG_WIDTH` columns, so that wide tables are written whole
+rather than squeezed into rich's 80-column default with their names cut to ``…``.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
+
+#: Width [columns] of tables written to a file or pipe when ``COLUMNS`` is not set.
+LOG_WIDTH = 200
+
+
+def result_console(*, stderr: bool = False) -> Any:
+    """A ``rich.console.Console`` on stdout (or stderr) for result tables.
+
+    On a terminal it uses the terminal's width; otherwise ``COLUMNS`` if set, else
+    :data:`LOG_WIDTH`.
+    """
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None
+    if not stream.isatty() and not os.environ.get("COLUMNS"):
+        width = LOG_WIDTH
+    return Console(stderr=stderr, width=width)
 
 
 def progress_bar(*, enabled: bool = True, console: Any = None, transient: bool = False) -> Any:

@@ -243,10 +243,10 @@ def gap_markdown(report: dict[str, Any]) -> str:
 
 def print_gap(report: dict[str, Any]) -> None:
     """The gap table in the terminal (rich)."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
+    from gym_s3.progress import result_console
     from policies.evaluate import describe_condition
 
     table = Table(title=f"Sim-to-sim gap of {report['policy']}",
@@ -262,7 +262,7 @@ def print_gap(report: dict[str, Any]) -> None:
         for k in ("cte_mean", "cte_max", "lap_time", "progress_120s"):
             row += [f"{_fmt(d[k])} / {_fmt(h[k])}", _fmt(r[k])]
         table.add_row(*row)
-    console = Console()
+    console = result_console()
     console.width = max(console.width, 170)
     console.print(table)
     console.print(escape(ends_line(gap_ends(report["runs"]))))

@@ -97,9 +97,10 @@ def markdown_table(results: Sequence[RunResult]) -> str:
 
 def print_table(results: Sequence[RunResult], title: str) -> None:
     """Print the metric table with rich."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+
+    from gym_s3.progress import result_console
 
     table = Table(title=title, caption=", ".join(sorted({r.env for r in results})))
     for col in ("condition", "driver", "end", "completion", "cte mean [m]", "cte max [m]",
@@ -124,7 +125,7 @@ def print_table(results: Sequence[RunResult], title: str) -> None:
             f"{m['steps'] * CONTROL_DT_S:.1f}",
             *(_ratio(r, k) for k in RATIO_COLUMNS),
         )
-    console = Console()
+    console = result_console()
     console.width = max(console.width, 230)  # pipes and CI logs default to 80 columns
     console.print(table)
 

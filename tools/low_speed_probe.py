@@ -21,11 +21,11 @@ import argparse
 from dataclasses import dataclass
 
 import numpy as np
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from gym_s3.errors import ConfigError, S3Error
+from gym_s3.progress import result_console
 from gym_s3.spec import CONTROL_DT_S, feature_index
 
 #: Speed below which a car counts as at rest [m/s].
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in rows.items():
         rest = "-" if r["time_to_rest_s"] is None else f"{r['time_to_rest_s']:.2f}"
         table.add_row(name, f"{r['v_start']:.2f}", f"{r['v_end']:.3f}", rest, f"{r['v_min']:.3f}")
-    Console().print(table)
+    result_console().print(table)
     return 0
 
 

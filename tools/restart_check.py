@@ -16,10 +16,10 @@ import json
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from gym_s3.errors import S3Error
+from gym_s3.progress import result_console
 from policies.checkpoint import resolve_policy
 from policies.evaluate_model import MODEL_ENV
 from policies.restarts import RestartConfig, restart_check
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         cells = [f"{r.drove_on[s]:.2f} ({r.stalled[s]:.2f})" for s in config.surfaces]
         table.add_row(r.name, *cells, f"{r.overall:.2f}")
-    Console().print(table)
+    result_console().print(table)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         payload = {"simulator": MODEL_ENV, "config": asdict(config),

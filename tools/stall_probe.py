@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
 from rich.table import Table
 
 from gym_s3.errors import S3Error
+from gym_s3.progress import result_console
 from gym_s3.spec import CONTROL_DT_S
 from policies.checkpoint import Policy, resolve_policy
 from policies.evaluate import beamng_lap_env, simulator
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--standing-s", type=float, default=2.0,
                    help="how long the car must have stood (below 0.5 m/s) [s]")  # fmt: skip
     args = p.parse_args(argv)
-    console = Console()
+    console = result_console()
     try:
         from gym_s3.tracks.lap_layouts import lap_layout
         from gym_s3.tracks.registry import cached_track

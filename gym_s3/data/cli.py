@@ -118,15 +118,13 @@ def register(subparsers: Any) -> None:
 
 def run_generate(args: argparse.Namespace) -> int:
     """Generate a dataset and print where it went."""
-    from rich.console import Console
-
     from gym_s3.data.generate import generate_dataset, preset, summary_line
-    from gym_s3.progress import progress_bar
+    from gym_s3.progress import progress_bar, result_console
 
     config = preset(args.preset, cars=args.cars, waves=args.waves, episode_s=args.episode_s,
                     procedural_tracks=args.procedural_tracks, town_routes=args.town_routes,
                     threads=args.threads)  # fmt: skip
-    console = Console(stderr=True)
+    console = result_console(stderr=True)
     if args.no_progress:
         manifest = generate_dataset(args.out, config, args.seed, preset_name=args.preset)
     else:
@@ -145,13 +143,12 @@ def run_generate(args: argparse.Namespace) -> int:
 
 def run_summary(args: argparse.Namespace) -> int:
     """Print the summary tables (and save plots)."""
-    from rich.console import Console
-
     from gym_s3.data.dataset import DrivingDataset
     from gym_s3.data.summary import save_plots, summarize, summary_tables
+    from gym_s3.progress import result_console
 
     ds = DrivingDataset.load(args.path, val_fraction=args.val_fraction)
-    console = Console()
+    console = result_console()
     for table in summary_tables(summarize(ds)):
         console.print(table)
     if args.plots:

@@ -204,9 +204,9 @@ def write_report(report: Mapping[str, Any], out_dir: str | Path, *, plots: bool 
 
 def print_tables(report: Mapping[str, Any], horizon: int = 20, console: Any = None) -> None:
     """Rich tables: every metric at every horizon, and position error per surface and label."""
-    from rich.console import Console
+    from gym_s3.progress import result_console
 
-    console = console or Console()
+    console = console or result_console()
     sections = [("expert logs", report["results"])]
     if "rollouts" in report:
         sections.append(("policy rollouts", report["rollouts"]["results"]))

@@ -85,9 +85,9 @@ def register(subparsers: Any) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     """Print the accepted track names."""
-    from rich.console import Console
     from rich.table import Table
 
+    from gym_s3.progress import result_console
     from gym_s3.tracks.registry import list_tracks
 
     table = Table(title="Track names (s3 tracks show NAME)")
@@ -95,7 +95,7 @@ def run_list(args: argparse.Namespace) -> int:
         table.add_column(col)
     for kind in list_tracks():
         table.add_row(kind.pattern, kind.description, kind.example)
-    Console().print(table)
+    result_console().print(table)
     return 0
 
 
@@ -223,8 +223,7 @@ def _patch_table(layout: SurfaceLayout) -> Table:
 
 def run_show(args: argparse.Namespace) -> int:
     """Print the summary of one track and optionally save its plot."""
-    from rich.console import Console
-
+    from gym_s3.progress import result_console
     from gym_s3.tracks.registry import get_track
 
     if args.ds <= 0 or (args.v_max is not None and args.v_max <= 0):
@@ -234,7 +233,7 @@ def run_show(args: argparse.Namespace) -> int:
 
     v_max = args.v_max if args.v_max is not None else PoolConfig().speed_for(path).v_max
     layout = _layout(path, args)
-    console = Console()
+    console = result_console()
     console.print(_summary_table(path))
     if path.features:
         console.print(_feature_table(path))
