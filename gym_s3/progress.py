@@ -9,26 +9,31 @@ rather than squeezed into rich's 80-column default with their names cut to ``…
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 #: Width [columns] of tables written to a file or pipe when ``COLUMNS`` is not set.
 LOG_WIDTH = 200
 
 
-def result_console(*, stderr: bool = False) -> Any:
+def result_console(*, stderr: bool = False, min_width: int = 0) -> Any:
     """A ``rich.console.Console`` on stdout (or stderr) for result tables.
 
-    On a terminal it uses the terminal's width; otherwise ``COLUMNS`` if set, else
-    :data:`LOG_WIDTH`.
+    On a terminal or in Jupyter it takes rich's own width (the terminal's, or ``COLUMNS``); written
+    to a file or pipe it is ``COLUMNS`` wide if set, else :data:`LOG_WIDTH`.
+
+    Args:
+        stderr: print to stderr instead of stdout.
+        min_width: lay tables out at least this wide anywhere [columns] (very wide tables, such
+            as the lap table, wrap less on a narrow terminal).
     """
     from rich.console import Console
 
-    stream = sys.stderr if stderr else sys.stdout
-    width = None
-    if not stream.isatty() and not os.environ.get("COLUMNS"):
-        width = LOG_WIDTH
-    return Console(stderr=stderr, width=width)
+    console = Console(stderr=stderr)
+    if not console.is_terminal and not console.is_jupyter and not os.environ.get("COLUMNS"):
+        console.width = LOG_WIDTH
+    if console.width < min_width:
+        console.width = min_width
+    return console
 
 
 def progress_bar(*, enabled: bool = True, console: Any = None, transient: bool = False) -> Any:

@@ -262,8 +262,7 @@ def print_gap(report: dict[str, Any]) -> None:
         for k in ("cte_mean", "cte_max", "lap_time", "progress_120s"):
             row += [f"{_fmt(d[k])} / {_fmt(h[k])}", _fmt(r[k])]
         table.add_row(*row)
-    console = result_console()
-    console.width = max(console.width, 170)
+    console = result_console(min_width=170)
     console.print(table)
     console.print(escape(ends_line(gap_ends(report["runs"]))))
 

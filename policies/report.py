@@ -125,9 +125,7 @@ def print_table(results: Sequence[RunResult], title: str) -> None:
             f"{m['steps'] * CONTROL_DT_S:.1f}",
             *(_ratio(r, k) for k in RATIO_COLUMNS),
         )
-    console = result_console()
-    console.width = max(console.width, 230)  # pipes and CI logs default to 80 columns
-    console.print(table)
+    result_console(min_width=230).print(table)
 
 
 def plot_run(result: RunResult, path, layout, out: Path) -> list[Path]:

@@ -14,7 +14,7 @@ LONG_NAME = "S3Distilled-v0/ddm (runs/r21/pedal_bounded_rollouts/ddm.json)"
 
 
 def _print_wide_table(monkeypatch: pytest.MonkeyPatch) -> str:
-    """A five-column table with a long first cell, printed through a redirected stdout."""
+    """A four-column table with a long first cell, printed through a redirected stdout."""
     out = io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
     table = Table()

@@ -157,8 +157,8 @@ def brakes_never_reverse(vel: Tensor, vel_next: Tensor, action: Tensor) -> Tenso
     stops at rest, one already rolling backwards may not speed up backwards. The high-fidelity
     data never has a braked car going backwards (none of 783,316 expert rows and 210,652 policy
     rows brakes at ``v_long < -0.05 m/s``), but a learned model that never saw braking at rest
-    can predict it (``trans`` reversed to -1.37 m/s at full lock on snow,
-    ``tools/low_speed_probe.py``).
+    can predict it (the shipped ``trans``, steering -0.85 and braking 0.25 on snow, reversed to
+    -1.37 m/s in ``tools/low_speed_probe.py``).
 
     Args:
         vel: ``(N, 3)`` body velocities ``[v_long, v_lat, yaw_rate]`` before the step.

@@ -124,11 +124,12 @@ def test_brakes_stop_a_car_but_never_drive_it_backwards() -> None:
     assert out.pose[1, 0] == pytest.approx(0.0)
 
 
-def test_shipped_trans_braking_at_lock_on_snow_holds_at_rest() -> None:
+def test_shipped_trans_braking_at_lock_on_low_friction_holds_at_rest() -> None:
     """The shipped ``trans`` (which predicts reversing there) keeps a braked car from going back.
 
-    From 3 m/s at full lock with brake 0.25 on snow (mu 0.35) for 10 s: the car stops and stays
-    stopped; without the bound it rolls backwards (``tools/low_speed_probe.py --surface snow``).
+    From 3 m/s, steering -0.85 and braking 0.25 for 10 s on uniform friction 0.35 (between snow's
+    0.25 and gravel): the car stops and stays stopped; without the bound it rolls backwards to
+    -1.83 m/s (``tools/low_speed_probe.py --surface snow`` shows the same on a track).
     """
     from gym_s3.dynamics import load
 
