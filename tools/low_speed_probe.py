@@ -10,7 +10,8 @@ each side's speed when the manoeuvre starts, its speed at the end, the time it t
 Found with it (round 20, procedural 201 ice, from 3.6 m/s): braking at 0.25 with the steering at
 -0.85 stops the stand-in in 4.95 s, while ``ddm`` and ``dytr`` creep on at 0.16 / 0.14 m/s under
 the brake for good; coasting at that lock the stand-in loses 1.2 m/s in 10 s, the learned models
-0.3-0.4 m/s; ``trans`` rolls backwards under the brake once stopped.
+0.3-0.4 m/s; ``trans`` rolled backwards under the brake once stopped (since round 21 every
+backend step bounds that: ``gym_s3.dynamics.base.brakes_never_reverse``).
 
     python tools/low_speed_probe.py --steer -0.85 --accel -0.25
 """
