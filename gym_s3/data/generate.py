@@ -192,7 +192,7 @@ class Wave:
         rows: ``(N,)`` rows kept per car (its episode's states ``0 .. rows - 1``).
         variant: ``(N,)`` int64 pool variant of each car.
         start_s: ``(N,)`` start arc length of each car [m].
-        events: per perturbation event name, ``(N,)`` counts.
+        events: per enabled perturbation event name, ``(N,)`` counts.
         end_reason: ``(N,)`` int64 why each episode ended (:meth:`TaskStep.end_reasons` codes:
             ``1 +`` index into :data:`~gym_s3.task.END_REASONS`).
     """
@@ -280,7 +280,8 @@ def run_wave(
 
     ends = drive(task, cars, act, ego, steps, record=record, progress=progress)
     counts = {} if driver is not None else {
-        name: expert.event_count[:, i].numpy() for i, name in enumerate(EVENTS)}  # fmt: skip
+        name: expert.event_count[:, EVENTS.index(name)].numpy()
+        for name in config.expert.perturbations.enabled()}  # fmt: skip
     return Wave(cols.data, ends.rows.numpy(), variant, s0, counts, ends.reason.numpy())
 
 
@@ -345,7 +346,7 @@ def _write_wave(
     data, end, variant, s0, counts = (driven.columns, driven.rows, driven.variant,
                                       driven.start_s, driven.events)  # fmt: skip
     vehicle = SEDAN.to_dict()
-    expert_json = json.loads(json.dumps(asdict(config.expert), default=str))
+    expert_json = config.expert.to_json()
     prefix = "gen" if driver is None else driver.session_prefix
     about: dict[str, Any] = (
         {"expert": expert_json} if driver is None else {"driver": driver.name, **driver.extra}

@@ -19,7 +19,8 @@ reference ahead. There is no second copy.
 * **Perturbations** (Poisson events per car, rates per minute): late braking (the speed target is
   read further back, so braking starts late and ends hard), steering pulses, throttle lifts,
   over-speed into corners (target x factor), hard brake stabs and throttle bursts (wheel spin on
-  low friction). They push the data to the edges of the envelope, beyond the expert's own limits.
+  low friction), trail braking, and (opt-in) walking pace at full lock with a held pedal. They
+  push the data to the edges of the envelope, beyond the expert's own limits.
 
 Sign conventions: the output action is ``[steer, accel]`` with ``steer = +1`` full right and
 ``accel < 0`` braking (:mod:`gym_s3.spec`); road-wheel angles are + left.
@@ -45,6 +46,10 @@ from gym_s3.spec import CONTROL_DT_S
 from gym_s3.task_types import TrackSample
 from gym_s3.tracks.path import PathSample
 from gym_s3.vehicle.params import GRAVITY
+
+#: Events drawn from the expert's main generator, in :data:`EVENTS` order (the first ones);
+#: the rest (``lock_crawl``) draw from their own stream, only when enabled.
+_SHARED_EVENTS = EVENTS.index("lock_crawl")
 
 __all__ = ["EVENTS", "BatchedExpert", "EventConfig", "ExpertConfig", "PerturbationConfig", "Road"]
 
@@ -92,6 +97,13 @@ class BatchedExpert:
         self.event_sign = torch.ones(n)
         self.event_count = torch.zeros(n, e, dtype=torch.int64)
         self.speed_scale = torch.ones(n)
+        # lock_crawl draws from a stream of its own (only when enabled), so enabling it leaves
+        # the noise and the other events of a seed exactly as they were
+        self._lock_on = config.perturbations.lock_crawl.rate_per_min > 0
+        lock_seed = (int(seed) * 2_654_435_761 + 1) % 2**63
+        self._lock_generator = torch.Generator().manual_seed(lock_seed)
+        self.lock_steer = torch.zeros(n)  # held steering command of a lock_crawl event [1]
+        self.lock_pedal = torch.zeros(n)  # held pedal below its speed cap [1]
         self.reset()
 
     def _uniform(self, shape: tuple[int, ...]) -> Tensor:
@@ -114,9 +126,13 @@ class BatchedExpert:
 
     def _advance_events(self) -> Tensor:
         """Start, age and end events; returns ``(N, E)`` bool of the active ones."""
-        shape = (self.n, len(EVENTS))
-        start_u, dur_u, mag_u = self._uniform(shape), self._uniform(shape), self._uniform(shape)
+        shared = (self.n, _SHARED_EVENTS)
+        start_u, dur_u, mag_u = self._uniform(shared), self._uniform(shared), self._uniform(shared)
         sign = torch.where(self._uniform((self.n,)) < 0.5, -1.0, 1.0)
+        own = torch.rand(self.n, 6, generator=self._lock_generator) if self._lock_on else (
+            torch.ones(self.n, 6))  # fmt: skip
+        start_u, dur_u, mag_u = (torch.cat([u, own[:, i : i + 1]], dim=1)
+                                 for i, u in enumerate((start_u, dur_u, mag_u)))  # fmt: skip
         idle = self.event_left <= 0
         start = idle & (start_u < self._rate)
         duration = self._dur[:, 0] + (self._dur[:, 1] - self._dur[:, 0]) * dur_u
@@ -125,6 +141,10 @@ class BatchedExpert:
         self.event_mag = torch.where(start, magnitude, self.event_mag)
         pulse_start = start[:, EVENTS.index("steer_pulse")]
         self.event_sign = torch.where(pulse_start, sign, self.event_sign)
+        lock_start = start[:, EVENTS.index("lock_crawl")]
+        side = torch.where(own[:, 3] < 0.5, -1.0, 1.0)
+        self.lock_steer = torch.where(lock_start, side * (0.6 + 0.4 * own[:, 4]), self.lock_steer)
+        self.lock_pedal = torch.where(lock_start, -0.3 + 0.9 * own[:, 5], self.lock_pedal)
         self.event_count += start.to(torch.int64)
         return self.event_left > 0
 
@@ -183,6 +203,7 @@ class BatchedExpert:
         )
         v_ref = road.target_speed_at(s_target) * self.speed_scale
         v_ref = v_ref * torch.where(on["overspeed"], size["overspeed"], 1.0)
+        v_ref = torch.where(on["lock_crawl"], torch.minimum(v_ref, size["lock_crawl"]), v_ref)
         err = v_ref - v
         if cfg.ki_speed > 0:
             limit = cfg.integral_limit / cfg.ki_speed
@@ -211,4 +232,7 @@ class BatchedExpert:
         accel = torch.where(
             on["trail_brake"] & cornering, torch.minimum(accel, -size["trail_brake"]), accel
         )
+        crawling = on["lock_crawl"]
+        steer = torch.where(crawling, self.lock_steer + noise[:, 0], steer)
+        accel = torch.where(crawling & (v <= size["lock_crawl"]), self.lock_pedal, accel)
         return torch.stack([steer, accel], dim=-1).clamp(-1.0, 1.0).float()

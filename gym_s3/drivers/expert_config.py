@@ -5,13 +5,21 @@ See :mod:`gym_s3.drivers.expert` for the controller these settings drive.
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
 
 from gym_s3.errors import ConfigError
 from gym_s3.vehicle.params import SEDAN
 
 __all__ = ["EVENTS", "EventConfig", "ExpertConfig", "PerturbationConfig"]
+
+
+def _json(config: object) -> Any:
+    """A dataclass as JSON values (tuples as lists)."""
+    return json.loads(json.dumps(asdict(config), default=str))
+
 
 #: Perturbation events, in the column order of the event tensors.
 EVENTS: tuple[str, ...] = (
@@ -22,6 +30,7 @@ EVENTS: tuple[str, ...] = (
     "hard_brake",
     "throttle_burst",
     "trail_brake",
+    "lock_crawl",
 )
 
 
@@ -63,6 +72,13 @@ class PerturbationConfig:
         trail_brake: in a corner (path curvature ahead above 1/150 1/m) the brake pedal is held
             at least at ``magnitude`` while the car turns in (braking at the friction limit
             while cornering) [1].
+        lock_crawl: walking pace at full lock: the steering is held at 0.6-1.0 of full lock to
+            a random side, the speed target is capped at ``magnitude`` [m/s], and at or below
+            the cap a pedal drawn from ``U(-0.3, 0.6)`` is held (braking, coasting or spinning
+            the front wheels at lock). The expert's own driving never goes there on ice (a
+            tight corner at 2 m/s with the wheels at lock), a policy does. Off by default
+            (rate 0): events that never happen draw nothing and are not recorded, so the
+            default dataset is unchanged by its existence.
     """
 
     late_braking: EventConfig = EventConfig(1.0, (2.0, 4.0), (20.0, 50.0))
@@ -72,6 +88,7 @@ class PerturbationConfig:
     hard_brake: EventConfig = EventConfig(0.4, (0.5, 1.5), (0.6, 1.0))
     throttle_burst: EventConfig = EventConfig(0.6, (0.3, 1.5), (0.7, 1.0))
     trail_brake: EventConfig = EventConfig(1.0, (1.0, 3.0), (0.3, 0.8))
+    lock_crawl: EventConfig = EventConfig(0.0, (2.0, 6.0), (0.5, 4.0))
 
     @staticmethod
     def none() -> PerturbationConfig:
@@ -90,6 +107,14 @@ class PerturbationConfig:
     def events(self) -> tuple[EventConfig, ...]:
         """The events in :data:`EVENTS` order."""
         return tuple(getattr(self, name) for name in EVENTS)
+
+    def enabled(self) -> tuple[str, ...]:
+        """Names of the events that can happen (rate > 0), in :data:`EVENTS` order."""
+        return tuple(name for name in EVENTS if getattr(self, name).rate_per_min > 0)
+
+    def to_json(self) -> dict[str, Any]:
+        """The enabled events as JSON values (as episode metadata records them)."""
+        return {name: _json(getattr(self, name)) for name in self.enabled()}
 
 
 @dataclass(frozen=True)
@@ -191,3 +216,10 @@ class ExpertConfig:
             raise ConfigError(
                 f"ExpertConfig.speed_scale must be positive, ordered: {self.speed_scale}"
             )
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON values, as episode metadata records them.
+
+        The perturbations list only the enabled events (:meth:`PerturbationConfig.to_json`).
+        """
+        return {**_json(self), "perturbations": self.perturbations.to_json()}

@@ -222,3 +222,64 @@ def test_trail_brake_brakes_only_in_corners(putnam_pool: ScenarioPool) -> None:
     assert bool(curved.any()) and bool((~curved).any())
     assert bool((braked[curved] <= -0.5 + 1e-6).all()), braked[curved]
     assert torch.allclose(braked[~curved], quiet[~curved])
+
+
+def test_lock_crawl_holds_the_wheel_at_lock_and_caps_the_speed(putnam_pool: ScenarioPool) -> None:
+    """A lock_crawl event holds the wheel at lock, brakes above its cap, holds a pedal below it.
+
+    Steering 0.6-1.0 of full lock to either side; above the speed cap the PI brakes; at or below
+    it the drawn pedal (-0.3..0.6) is held; without noise, exactly.
+    """
+    always = EventConfig(1e9, (100.0, 100.0), (2.0, 2.0))  # cap 2 m/s for the whole test
+    cfg = replace(QUIET, steer_noise=0.0, accel_noise=0.0,
+                  perturbations=replace(PerturbationConfig.none(), lock_crawl=always))  # fmt: skip
+    n = 256
+    s0 = torch.linspace(100.0, 2500.0, n)
+    for speed in (1.0, 10.0):
+        track, ego = cars_on_road(putnam_pool, torch.zeros(n, dtype=torch.int64), s0, speed=speed)
+        smp = track.measure(ego)
+        expert = BatchedExpert(n, cfg, seed=3)
+        action = expert.act(ego, smp, track)
+        steer, accel = action[:, 0], action[:, 1]
+        assert bool(((steer.abs() >= 0.6 - 1e-6) & (steer.abs() <= 1.0)).all())
+        assert 0.3 < float((steer > 0).float().mean()) < 0.7  # both sides
+        assert torch.equal(steer, expert.lock_steer)
+        if speed < 2.0:  # below the cap: the held pedal, brake to throttle
+            assert torch.equal(accel, expert.lock_pedal)
+            assert float(accel.min()) >= -0.3 and float(accel.max()) <= 0.6
+            assert float(accel.min()) < 0.0 < float(accel.max())
+        else:  # above it: the PI brakes towards the cap
+            assert bool((accel < 0).all())
+    quiet = BatchedExpert(n, QUIET, seed=3).act(ego, smp, track)
+    assert float((quiet[:, 0].abs() >= 0.6).float().mean()) < 0.05  # the expert itself: rarely
+
+
+def test_lock_crawl_leaves_the_other_events_and_the_noise_of_a_seed_alone(
+    putnam_pool: ScenarioPool,
+) -> None:
+    """Enabling lock_crawl keeps the noise and the seven other events of a seed.
+
+    It draws from its own random stream: cars it never touched act exactly as without it, and the
+    default configuration records nothing of it.
+    """
+    n = 64
+    track, ego = cars_on_road(
+        putnam_pool, torch.zeros(n, dtype=torch.int64), torch.linspace(100, 2500, n), speed=15.0
+    )
+    smp = track.measure(ego)
+    lock = EventConfig(20.0, (0.5, 1.0), (0.5, 4.0))
+    with_lock = ExpertConfig(perturbations=replace(PerturbationConfig(), lock_crawl=lock))
+    a, b = BatchedExpert(n, ExpertConfig(), seed=5), BatchedExpert(n, with_lock, seed=5)
+    touched = torch.zeros(n, dtype=torch.bool)
+    for _ in range(60):
+        act_a, act_b = a.act(ego, smp, track), b.act(ego, smp, track)
+        touched |= b.event_left[:, EVENTS.index("lock_crawl")] > 0
+        assert torch.equal(act_a[~touched], act_b[~touched])
+        assert torch.equal(a.noise, b.noise)
+    assert 0 < int(touched.sum()) < n
+    assert torch.equal(a.event_count[:, :-1], b.event_count[:, :-1])
+    assert int(a.event_count[:, -1].sum()) == 0 < int(b.event_count[:, -1].sum())
+    assert "lock_crawl" not in ExpertConfig().to_json()["perturbations"]
+    assert tuple(ExpertConfig().to_json()["perturbations"]) == EVENTS[:-1]
+    assert "lock_crawl" in with_lock.to_json()["perturbations"]
+    assert PerturbationConfig.none().to_json() == {}
