@@ -82,6 +82,15 @@ def register(subparsers: Any) -> None:
         default=None,
         help="torch threads during generation [count] (1 is fastest on small CPUs)",
     )
+    gen.add_argument(
+        "--lock-crawl-rate",
+        type=float,
+        default=0.0,
+        metavar="PER_MIN",
+        help="rate of the expert's lock_crawl perturbation [events per minute]: 2-6 s at 0.6-1.0 "
+        "of full lock with the speed capped at 0.5-4 m/s and a held pedal, the walking-pace "
+        "corner a policy stalls in on ice (0: off, the default dataset)",
+    )
     gen.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     gen.set_defaults(func=run_generate)
 
@@ -116,6 +125,22 @@ def register(subparsers: Any) -> None:
     rec.set_defaults(func=run_recover)
 
 
+def with_lock_crawl(config: Any, rate_per_min: float) -> Any:
+    """``config`` (a :class:`GenerateConfig`) with the expert's ``lock_crawl`` at this rate."""
+    from dataclasses import replace
+
+    from gym_s3.errors import ConfigError
+
+    if not 0.0 <= rate_per_min < float("inf"):
+        raise ConfigError(
+            f"--lock-crawl-rate must be a finite rate >= 0 [events per minute], got {rate_per_min}"
+        )
+    perturbations = config.expert.perturbations
+    lock = replace(perturbations.lock_crawl, rate_per_min=rate_per_min)
+    expert = replace(config.expert, perturbations=replace(perturbations, lock_crawl=lock))
+    return replace(config, expert=expert)
+
+
 def run_generate(args: argparse.Namespace) -> int:
     """Generate a dataset and print where it went."""
     from gym_s3.data.generate import generate_dataset, preset, summary_line
@@ -124,6 +149,8 @@ def run_generate(args: argparse.Namespace) -> int:
     config = preset(args.preset, cars=args.cars, waves=args.waves, episode_s=args.episode_s,
                     procedural_tracks=args.procedural_tracks, town_routes=args.town_routes,
                     threads=args.threads)  # fmt: skip
+    if args.lock_crawl_rate != 0.0:
+        config = with_lock_crawl(config, args.lock_crawl_rate)
     console = result_console(stderr=True)
     if args.no_progress:
         manifest = generate_dataset(args.out, config, args.seed, preset_name=args.preset)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
 import pytest
 from data_helpers import meta_for, straight_columns
 
 from gym_s3.data import cli
+from gym_s3.data.files import read_episode
 from gym_s3.data.recorder import EpisodeRecorder
+from gym_s3.errors import ConfigError
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -52,6 +55,37 @@ def test_generate_summary_validate(tmp_path: Path, capsys: pytest.CaptureFixture
     victim.write_bytes(victim.read_bytes()[:100])
     assert run(["validate", str(out)]) == 2
     assert victim.name in capsys.readouterr().err
+
+
+def test_generate_with_lock_crawl(tmp_path: Path) -> None:
+    """--lock-crawl-rate puts walking pace at full lock into the data; off, nothing records it.
+
+    Four 3 s episodes at 600 events/min: the event is on most of the time, so rows below 4 m/s
+    with |steer| >= 0.6 appear (the expert itself keeps its wheels near the path's angle) and
+    every episode's metadata counts it; without the option the metadata does not name it.
+    """
+    common = ["--preset", "tiny", "--cars", "4", "--towns", "0", "--procedural", "1",
+              "--no-progress"]  # fmt: skip
+
+    def episodes(name: str, *extra: str) -> list[tuple[dict[str, np.ndarray], dict]]:
+        out = tmp_path / name
+        assert run(["generate", "--out", str(out), *common, *extra]) == 0
+        return [
+            (cols, meta.extra) for cols, meta in map(read_episode, sorted(out.glob("*.parquet")))
+        ]
+
+    def at_lock(data: list[tuple[dict[str, np.ndarray], dict]]) -> int:
+        return sum(
+            int(((abs(c["steer"]) >= 0.6) & (abs(c["v_long"]) < 4.0)).sum()) for c, _ in data
+        )
+
+    locked, plain = episodes("lock", "--lock-crawl-rate", "600"), episodes("plain")
+    assert all(extra["events"]["lock_crawl"] > 0 for _, extra in locked)
+    assert all("lock_crawl" not in extra["events"] for _, extra in plain)
+    assert all("lock_crawl" not in extra["expert"]["perturbations"] for _, extra in plain)
+    assert at_lock(locked) > 20 and at_lock(plain) == 0, (at_lock(locked), at_lock(plain))
+    with pytest.raises(ConfigError, match="--lock-crawl-rate"):
+        run(["generate", "--out", str(tmp_path / "bad"), *common, "--lock-crawl-rate", "-1"])
 
 
 def test_recover_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
