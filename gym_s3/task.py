@@ -179,8 +179,8 @@ class TrackingTask:
             new = scenario.to(self.device)
         if select.rows is None:
             new = torch.where(select.mask, new, self.scenario)
-        pose, s0, start_idx, mu_scale = self._draw(new, generator, select.rows)
-        self._start(select, new, self.pool.scenario_variant[new], s0, start_idx, mu_scale)
+        pose, s0, start_idx, mu_scale, prev = self._draw(new, generator, select.rows)
+        self._start(select, new, self.pool.scenario_variant[new], s0, start_idx, mu_scale, prev)
         return pose
 
     def begin_at(self, select: ResetRows, variant: Tensor, s0: Tensor) -> None:
@@ -202,7 +202,8 @@ class TrackingTask:
         bank, pid = self.pool.bank, self.pool.variant_path[variant]
         start_idx = bank.locate(pid, s0).idx
         ones = torch.ones_like(s0)
-        self._start(select, torch.full_like(variant, -1), variant, s0, start_idx, ones)
+        still = torch.zeros(len(s0), 2, dtype=self.dtype, device=self.device)
+        self._start(select, torch.full_like(variant, -1), variant, s0, start_idx, ones, still)
 
     def _start(
         self,
@@ -212,8 +213,12 @@ class TrackingTask:
         s0: Tensor,
         start_idx: Tensor,
         mu_scale: Tensor,
+        prev_action: Tensor,
     ) -> None:
-        """Write the per-car bookkeeping of episodes that start (rows as ``select`` gives them)."""
+        """Write the per-car bookkeeping of episodes that start (rows as ``select`` gives them).
+
+        ``prev_action`` ``(R, 2)`` is the previous action their first observation shows.
+        """
         put = select.put
         self.scenario = put(self.scenario, scenario)
         self.variant = put(self.variant, variant)
@@ -226,7 +231,7 @@ class TrackingTask:
         self.standing = put(self.standing, torch.zeros_like(start_idx))
         self.limit = put(self.limit, self._step_limit(variant, s0))
         self.mu_scale = put(self.mu_scale, mu_scale)
-        self.prev_action = put(self.prev_action, self.prev_action.new_zeros(len(scenario), 2))
+        self.prev_action = put(self.prev_action, prev_action)
         self.stats.reset(select.mask)
 
     def _step_limit(self, variant: Tensor, start: Tensor) -> Tensor:
@@ -241,16 +246,18 @@ class TrackingTask:
 
     def _draw(
         self, scenario: Tensor, generator: torch.Generator, rows: Tensor | None = None
-    ) -> tuple[StartPose, Tensor, Tensor, Tensor]:
+    ) -> tuple[StartPose, Tensor, Tensor, Tensor, Tensor]:
         """Start poses of cars beginning ``scenario`` ``(R,)``, with start noise.
 
         The noise is drawn for all N cars (the same stream whatever is reset) and, with
-        ``rows``, kept for those cars. Standing starts and friction noise draw only when on.
+        ``rows``, kept for those cars. Standing starts, their previous actions and friction
+        noise draw only when on.
 
         Returns:
-            ``(pose, s0, start_index, mu_scale)``: the poses, the start arc lengths ``(R,)``
-            [m], the sample index of the start (the first projection hint) and the friction
-            scale of the episode ``(R,)``.
+            ``(pose, s0, start_index, mu_scale, prev_action)``: the poses, the start arc lengths
+            ``(R,)`` [m], the sample index of the start (the first projection hint), the
+            friction scale of the episode ``(R,)`` and the previous action the first
+            observation shows ``(R, 2)``.
         """
         variant = self.pool.scenario_variant[scenario]
         pid = self.pool.variant_path[variant]
@@ -265,6 +272,7 @@ class TrackingTask:
         lateral = uniform(-cfg.start_lateral_m, cfg.start_lateral_m)
         dyaw = uniform(-cfg.start_heading_rad, cfg.start_heading_rad)
         frac = uniform(*cfg.start_speed_fraction)
+        prev = torch.zeros(len(scenario), 2, dtype=self.dtype, device=self.device)
         if cfg.start_from_rest > 0.0:
             rest = uniform(0.0, 1.0) < cfg.start_from_rest
             frac = torch.where(rest, 0.0, frac)
@@ -274,6 +282,9 @@ class TrackingTask:
             if cfg.rest_start_heading_rad is not None:
                 turned = uniform(-cfg.rest_start_heading_rad, cfg.rest_start_heading_rad)
                 dyaw = torch.where(rest, turned, dyaw)
+            if cfg.rest_start_prev_action:
+                drawn = torch.stack([uniform(-1.0, 1.0), uniform(-1.0, 0.0)], dim=-1)
+                prev = torch.where(rest[:, None], drawn, prev)
         mu_scale = torch.ones_like(frac)
         if cfg.friction_noise > 0.0:
             mu_scale = uniform(1.0 - cfg.friction_noise, 1.0 + cfg.friction_noise)
@@ -287,7 +298,7 @@ class TrackingTask:
             yaw=smp.heading + dyaw,
             speed=frac * self.pool.target_speed(variant, s0, loc=loc),
         )
-        return pose, s0, loc.idx, mu_scale
+        return pose, s0, loc.idx, mu_scale, prev
 
     # ------------------------------------------------------------------ observation and step
     def _observe(

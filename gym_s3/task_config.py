@@ -56,6 +56,10 @@ class TaskConfig:
             that came to rest wide of the line after a slide must get going again).
         rest_start_heading_rad: standing starts draw their heading error from ``U(-x, x)``
             instead [rad]; ``None``: ``start_heading_rad``.
+        rest_start_prev_action: standing starts draw the previous action their first
+            observation shows, steer ``U(-1, 1)`` and accel ``U(-1, 0)`` (a car that braked to a
+            stop with the wheel anywhere must get going again; a policy that reads its last
+            brake at rest as a reason to brake again stalls); ``False``: zero, like every start.
         friction_noise: each episode scales the friction of its whole surface layout (what the
             car feels, not what the target speeds assume) by ``U(1 - x, 1 + x)`` [-]; 0: exact.
         complete_margin_m: an open route is completed this close to its end [m].
@@ -78,6 +82,7 @@ class TaskConfig:
     start_from_rest: float = 0.0
     rest_start_lateral_m: float | None = None
     rest_start_heading_rad: float | None = None
+    rest_start_prev_action: bool = False
     friction_noise: float = 0.0
     complete_margin_m: float = 2.0
     complete_laps: float | None = None

@@ -91,6 +91,9 @@ def _register_train(subparsers: Any) -> None:
         "offset U(-x, x) [m] (none: --start-lateral-m)",
         "rest_start_heading_rad": "standing starts only (with --start-from-rest > 0): heading "
         "error U(-x, x) [rad] (none: --start-heading-rad)",
+        "rest_start_prev_action": "1: standing starts show a drawn previous action in their "
+        "first observation, steer U(-1, 1) and accel U(-1, 0) (at rest after braking; a policy "
+        "must not read its last brake as a reason to stay); 0: zero, like every start",
         "friction_noise": "per-episode friction scale U(1-x, 1+x) the car feels [-]",
         "obs_noise": "observation noise std as a share of each feature's half range [-]",
         "action_delay": "longest per-episode actuator delay U{0..x} [steps of 50 ms]",

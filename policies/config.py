@@ -97,6 +97,9 @@ class PPOConfig:
             ``start_lateral_m``).
         rest_start_heading_rad: standing starts only (needs ``start_from_rest > 0``): heading
             error from ``U(-x, x)`` [rad] (``None``: ``start_heading_rad``).
+        rest_start_prev_action: standing starts only: their first observation shows a drawn
+            previous action, steer ``U(-1, 1)``, accel ``U(-1, 0)`` (at rest after braking),
+            not zero.
         friction_noise: relative range of the per-episode friction scale the car feels,
             ``U(1 - x, 1 + x)``, unknown to the target speeds and (default mode) to the policy.
         obs_noise: std of the Gaussian noise added to every observation feature during
@@ -161,6 +164,7 @@ class PPOConfig:
     start_heading_rad: float = 0.05
     rest_start_lateral_m: float | None = None
     rest_start_heading_rad: float | None = None
+    rest_start_prev_action: bool = False
     friction_noise: float = 0.0
     obs_noise: float = 0.0
     action_delay: int = 0
@@ -254,6 +258,7 @@ class PPOConfig:
                           start_heading_rad=self.start_heading_rad,
                           rest_start_lateral_m=self.rest_start_lateral_m,
                           rest_start_heading_rad=self.rest_start_heading_rad,
+                          rest_start_prev_action=self.rest_start_prev_action,
                           friction_noise=self.friction_noise)  # fmt: skip
 
     def env_kwargs(self) -> dict[str, Any]:

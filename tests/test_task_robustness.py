@@ -144,3 +144,35 @@ def test_restarts_spread_only_the_standing_starts():
     assert float(yaw_err[moving].abs().max()) <= 0.05 + 1e-6
     with pytest.raises(ConfigError, match="rest_start_heading_rad"):
         TaskConfig(rest_start_heading_rad=-0.1)
+
+
+def test_standing_starts_can_show_a_drawn_previous_action():
+    """``rest_start_prev_action``: standing starts (alone) see a braking previous action.
+
+    Through ``S3Distilled-v0`` (bicycle): the first observation of a car at rest shows steer in
+    [-1, 1] and accel in [-1, 0], spread over both; moving starts and the default show zero.
+    """
+    import gymnasium as gym
+
+    from gym_s3.spec import feature_index
+
+    steer_i, accel_i = feature_index("prev_steer"), feature_index("prev_accel")
+    speed_i = feature_index("v_long")
+
+    def first(**task: object) -> tuple[torch.Tensor, torch.Tensor]:
+        env = gym.make("S3Distilled-v0", backend="bicycle", num_envs=512, task=TaskConfig(**task),
+                       tracks=("putnam",), seed=0)  # fmt: skip
+        obs, _ = env.reset(seed=0)
+        env.close()
+        obs = torch.as_tensor(obs)
+        return obs[:, speed_i].abs() < 1e-3, obs[:, [steer_i, accel_i]]
+
+    rest, prev = first(start_from_rest=0.5, rest_start_prev_action=True)
+    assert 0.35 < float(rest.double().mean()) < 0.65
+    assert bool((prev[~rest] == 0).all())
+    steer, accel = prev[rest, 0], prev[rest, 1]
+    assert float(steer.min()) < -0.8 and float(steer.max()) > 0.8
+    assert float(accel.min()) < -0.8 and float(accel.max()) <= 0.0
+    assert float(accel.max()) > -0.2  # spread up to coasting
+    rest, prev = first(start_from_rest=0.5)
+    assert bool(rest.any()) and bool((prev == 0).all())
