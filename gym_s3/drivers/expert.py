@@ -47,9 +47,9 @@ from gym_s3.task_types import TrackSample
 from gym_s3.tracks.path import PathSample
 from gym_s3.vehicle.params import GRAVITY
 
-#: Events drawn from the expert's main generator, in :data:`EVENTS` order (the first ones);
-#: the rest (``lock_crawl``) draw from their own stream, only when enabled.
-_SHARED_EVENTS = EVENTS.index("lock_crawl")
+#: How many events (the first ones of :data:`EVENTS`) draw from the expert's main generator; the
+#: rest (``lock_crawl``) draw from a stream of their own, only when enabled.
+_SHARED_EVENT_COUNT = EVENTS.index("lock_crawl")
 
 __all__ = ["EVENTS", "BatchedExpert", "EventConfig", "ExpertConfig", "PerturbationConfig", "Road"]
 
@@ -126,7 +126,7 @@ class BatchedExpert:
 
     def _advance_events(self) -> Tensor:
         """Start, age and end events; returns ``(N, E)`` bool of the active ones."""
-        shared = (self.n, _SHARED_EVENTS)
+        shared = (self.n, _SHARED_EVENT_COUNT)
         start_u, dur_u, mag_u = self._uniform(shared), self._uniform(shared), self._uniform(shared)
         sign = torch.where(self._uniform((self.n,)) < 0.5, -1.0, 1.0)
         own = torch.rand(self.n, 6, generator=self._lock_generator) if self._lock_on else (
