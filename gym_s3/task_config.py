@@ -59,7 +59,9 @@ class TaskConfig:
         rest_start_prev_action: standing starts draw the previous action their first
             observation shows, steer ``U(-1, 1)`` and accel ``U(-1, 0)`` (a car that braked to a
             stop with the wheel anywhere must get going again; a policy that reads its last
-            brake at rest as a reason to brake again stalls); ``False``: zero, like every start.
+            brake at rest as a reason to brake again stalls). The first step's action-change
+            terms (smoothness penalty, statistics) count from it, as for a car that braked to a
+            stop. ``False``: zero, like every start.
         friction_noise: each episode scales the friction of its whole surface layout (what the
             car feels, not what the target speeds assume) by ``U(1 - x, 1 + x)`` [-]; 0: exact.
         complete_margin_m: an open route is completed this close to its end [m].

@@ -97,9 +97,10 @@ class PPOConfig:
             ``start_lateral_m``).
         rest_start_heading_rad: standing starts only (needs ``start_from_rest > 0``): heading
             error from ``U(-x, x)`` [rad] (``None``: ``start_heading_rad``).
-        rest_start_prev_action: standing starts only: their first observation shows a drawn
-            previous action, steer ``U(-1, 1)``, accel ``U(-1, 0)`` (at rest after braking),
-            not zero.
+        rest_start_prev_action: standing starts only (needs ``start_from_rest > 0``): their first
+            observation shows a drawn previous action, steer ``U(-1, 1)``, accel ``U(-1, 0)`` (at
+            rest after braking), not zero; the first step's action-change terms (smoothness
+            penalty and statistics) count from it, as for a car that braked to a stop.
         friction_noise: relative range of the per-episode friction scale the car feels,
             ``U(1 - x, 1 + x)``, unknown to the target speeds and (default mode) to the policy.
         obs_noise: std of the Gaussian noise added to every observation feature during

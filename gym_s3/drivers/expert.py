@@ -48,7 +48,7 @@ from gym_s3.tracks.path import PathSample
 from gym_s3.vehicle.params import GRAVITY
 
 #: How many events (the first ones of :data:`EVENTS`) draw from the expert's main generator; the
-#: rest (``lock_crawl``) draw from a stream of their own, only when enabled.
+#: rest (``lock_crawl``, which must stay last) draw from a stream of their own, only when enabled.
 _SHARED_EVENT_COUNT = EVENTS.index("lock_crawl")
 
 __all__ = ["EVENTS", "BatchedExpert", "EventConfig", "ExpertConfig", "PerturbationConfig", "Road"]
@@ -72,7 +72,8 @@ class BatchedExpert:
     Args:
         n: number of cars N.
         config: gains, noise, perturbations (the defaults when ``None``).
-        seed: seed of the noise and the events (one CPU generator, so runs repeat exactly).
+        seed: seed of the noise and the events (CPU generators: one for the noise and the seven
+            default events, one of ``lock_crawl``'s own; runs repeat exactly).
         dt: control period [s].
     """
 

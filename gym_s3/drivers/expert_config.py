@@ -75,8 +75,10 @@ class PerturbationConfig:
         lock_crawl: walking pace at full lock: the steering is held at 0.6-1.0 of full lock to
             a random side, the speed target is capped at ``magnitude`` [m/s], and at or below
             the cap a pedal drawn from ``U(-0.3, 0.6)`` is held (braking, coasting or spinning
-            the front wheels at lock). The expert's own driving never goes there on ice (a
-            tight corner at 2 m/s with the wheels at lock), a policy does. Off by default
+            the front wheels at lock). The expert's own driving rarely goes there on ice (94 of
+            133,452 ice rows of the default data below 4 m/s past 0.6 of lock), a policy does.
+            The wheel goes to lock at once, also at speed (then the car often spins or leaves
+            the road while the PI brakes towards the cap). Off by default
             (rate 0): events that never happen draw nothing and are not recorded, so the
             default dataset is unchanged by its existence.
     """

@@ -80,6 +80,7 @@ def test_generate_with_lock_crawl(tmp_path: Path) -> None:
         )
 
     locked, plain = episodes("lock", "--lock-crawl-rate", "600"), episodes("plain")
+    assert locked and plain
     assert all(extra["events"]["lock_crawl"] > 0 for _, extra in locked)
     assert all("lock_crawl" not in extra["events"] for _, extra in plain)
     assert all("lock_crawl" not in extra["expert"]["perturbations"] for _, extra in plain)
