@@ -5,7 +5,6 @@ See :mod:`gym_s3.drivers.expert` for the controller these settings drive.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
@@ -14,11 +13,6 @@ from gym_s3.errors import ConfigError
 from gym_s3.vehicle.params import SEDAN
 
 __all__ = ["EVENTS", "EventConfig", "ExpertConfig", "PerturbationConfig"]
-
-
-def _json(config: object) -> Any:
-    """A dataclass as JSON values (tuples as lists)."""
-    return json.loads(json.dumps(asdict(config), default=str))
 
 
 #: Perturbation events, in the column order of the event tensors.
@@ -115,8 +109,8 @@ class PerturbationConfig:
         return tuple(name for name in EVENTS if getattr(self, name).rate_per_min > 0)
 
     def to_json(self) -> dict[str, Any]:
-        """The enabled events as JSON values (as episode metadata records them)."""
-        return {name: _json(getattr(self, name)) for name in self.enabled()}
+        """The enabled events, JSON-serialisable (as episode metadata records them)."""
+        return {name: asdict(getattr(self, name)) for name in self.enabled()}
 
 
 @dataclass(frozen=True)
@@ -220,8 +214,8 @@ class ExpertConfig:
             )
 
     def to_json(self) -> dict[str, Any]:
-        """JSON values, as episode metadata records them.
+        """The settings, JSON-serialisable, as episode metadata records them.
 
         The perturbations list only the enabled events (:meth:`PerturbationConfig.to_json`).
         """
-        return {**_json(self), "perturbations": self.perturbations.to_json()}
+        return {**asdict(self), "perturbations": self.perturbations.to_json()}
