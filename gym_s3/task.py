@@ -21,7 +21,7 @@ from gym_s3.rewards import compute_reward
 from gym_s3.rows import ResetRows
 from gym_s3.scenarios.pool import ScenarioPool
 from gym_s3.spec import CONTROL_DT_S, LOOKAHEAD_M
-from gym_s3.task_config import TaskConfig, lap_task
+from gym_s3.task_config import SLOW_START_REACH_M, TaskConfig, lap_task
 from gym_s3.task_types import END_REASONS, StartPose, TaskStep, TrackSample
 from gym_s3.tracks.path import PathSample
 from gym_s3.tracks.surfaces import SurfaceBatch
@@ -84,6 +84,7 @@ class TrackingTask:
         self.surfaces: SurfaceBatch = pool.surfaces.index(self.variant)
         self.stats = metrics.EpisodeStats.zeros(num_envs, self.device, dtype)
         self.lookahead = torch.tensor(LOOKAHEAD_M, dtype=dtype, device=self.device)
+        self._start_weights = self._slow_start_weights() if config.slow_start_weight > 0 else None
 
     # ------------------------------------------------------------------ helpers
     def wheel_points(self, ego: EgoState) -> Tensor:
@@ -174,7 +175,7 @@ class TrackingTask:
             scenario: optional scenario ids instead of random draws, one per row of ``select``.
         """
         if scenario is None:
-            new = select.pick(self.pool.sample(self.n, generator))
+            new = select.pick(self._sample_scenarios(generator))
         else:
             new = scenario.to(self.device)
         if select.rows is None:
@@ -182,6 +183,36 @@ class TrackingTask:
         pose, s0, start_idx, mu_scale, prev = self._draw(new, generator, select.rows)
         self._start(select, new, self.pool.scenario_variant[new], s0, start_idx, mu_scale, prev)
         return pose
+
+    def slow_scenarios(self) -> Tensor:
+        """``(S,)`` bool: the pool's slow scenarios.
+
+        Those whose target speed falls below ``config.slow_start_speed_mps`` within
+        :data:`~gym_s3.task_config.SLOW_START_REACH_M` of their start.
+        """
+        pool = self.pool
+        reach = torch.linspace(0.0, SLOW_START_REACH_M, 11, dtype=self.dtype, device=self.device)
+        s = pool.scenario_start[:, None] + reach[None, :]
+        v_min = pool.target_speed(pool.scenario_variant, s).amin(dim=1)
+        return v_min < self.config.slow_start_speed_mps
+
+    def slow_start_share(self) -> float:
+        """Expected share of episodes that start on a slow scenario (see ``slow_start_weight``)."""
+        slow = self.slow_scenarios().double()
+        weights = 1.0 + self.config.slow_start_weight * slow
+        return float((weights * slow).sum() / weights.sum())
+
+    def _slow_start_weights(self) -> Tensor:
+        """``(S,)`` float64 CPU draw weights of the pool's scenarios (``slow_start_weight``)."""
+        slow = self.slow_scenarios().to(device="cpu", dtype=torch.float64)
+        return 1.0 + self.config.slow_start_weight * slow
+
+    def _sample_scenarios(self, generator: torch.Generator) -> Tensor:
+        """``(N,)`` int64 scenario ids, one per car: uniform, or weighted (``slow_start_weight``)."""
+        if self._start_weights is None:
+            return self.pool.sample(self.n, generator)
+        ids = torch.multinomial(self._start_weights, self.n, replacement=True, generator=generator)
+        return ids.to(self.pool.scenario_variant.device)
 
     def begin_at(self, select: ResetRows, variant: Tensor, s0: Tensor) -> None:
         """Start new episodes for the selected cars on given variants at given arc lengths.

@@ -20,6 +20,8 @@ TASK_BOUNDS: dict[str, Bounds] = {
     "rest_start_lateral_m": Bounds(0.0, 50.0, "m"),
     "rest_start_heading_rad": Bounds(0.0, 3.1416, "rad"),
     "start_speed_fraction_lo": Bounds(0.0, 2.0, "-"),
+    "slow_start_weight": Bounds(0.0, 1e4, "-"),
+    "slow_start_speed_mps": Bounds(0.0, 100.0, "m/s"),
     "start_speed_fraction_hi": Bounds(0.0, 2.0, "-"),
     "complete_margin_m": Bounds(0.0, 1000.0, "m"),
     "complete_laps": Bounds(0.0, 10**6, "laps"),
@@ -62,6 +64,12 @@ class TaskConfig:
             brake at rest as a reason to brake again stalls). The first step's action-change
             terms (smoothness penalty, statistics) count from it, as for a car that braked to a
             stop. ``False``: zero, like every start.
+        slow_start_weight: scenarios whose target speed falls below ``slow_start_speed_mps``
+            within :data:`SLOW_START_REACH_M` of their start (tight corners on low friction,
+            where a car crawls at full lock) are drawn ``1 + x`` times as often as the others
+            [-]; 0: every scenario alike (the default draws, unchanged). A policy that almost
+            never sees a walking-pace target can learn to stand still there.
+        slow_start_speed_mps: target speed below which a scenario counts as slow [m/s].
         friction_noise: each episode scales the friction of its whole surface layout (what the
             car feels, not what the target speeds assume) by ``U(1 - x, 1 + x)`` [-]; 0: exact.
         complete_margin_m: an open route is completed this close to its end [m].
@@ -85,6 +93,8 @@ class TaskConfig:
     rest_start_lateral_m: float | None = None
     rest_start_heading_rad: float | None = None
     rest_start_prev_action: bool = False
+    slow_start_weight: float = 0.0
+    slow_start_speed_mps: float = 4.0
     friction_noise: float = 0.0
     complete_margin_m: float = 2.0
     complete_laps: float | None = None
@@ -126,6 +136,10 @@ class TaskConfig:
         check_bounds(fields, TASK_BOUNDS, where="TaskConfig",
                      fix="pass a value inside the range (the defaults are)")  # fmt: skip
 
+
+#: How far ahead of a scenario's start its target speed counts for ``slow_start_weight`` [m]
+#: (one start spacing of the default pool, so the start before a slow corner counts too).
+SLOW_START_REACH_M = 25.0
 
 #: Time a lap may take, as a multiple of the reference lap (the friction-aware target speeds).
 LAP_TIME_FACTOR = 2.0

@@ -94,6 +94,9 @@ def _register_train(subparsers: Any) -> None:
         "rest_start_prev_action": "1: standing starts show a drawn previous action in their "
         "first observation, steer U(-1, 1) and accel U(-1, 0) (at rest after braking; a policy "
         "must not read its last brake as a reason to stay); 0: zero, like every start",
+        "slow_start_weight": "scenarios whose target speed falls below 4 m/s within 25 m of "
+        "their start (tight corners on ice and snow, where a car crawls at full lock) are drawn "
+        "1 + x times as often as the others (0: uniform) [-]",
         "friction_noise": "per-episode friction scale U(1-x, 1+x) the car feels [-]",
         "obs_noise": "observation noise std as a share of each feature's half range [-]",
         "action_delay": "longest per-episode actuator delay U{0..x} [steps of 50 ms]",

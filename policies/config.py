@@ -101,6 +101,9 @@ class PPOConfig:
             observation shows a drawn previous action, steer ``U(-1, 1)``, accel ``U(-1, 0)`` (at
             rest after braking), not zero; the first step's action-change terms (smoothness
             penalty and statistics) count from it, as for a car that braked to a stop.
+        slow_start_weight: scenarios whose target speed falls below 4 m/s within 25 m of their
+            start (tight corners on ice and snow) are drawn ``1 + x`` times as often [-]
+            (:class:`~gym_s3.task_config.TaskConfig`; 0: uniform).
         friction_noise: relative range of the per-episode friction scale the car feels,
             ``U(1 - x, 1 + x)``, unknown to the target speeds and (default mode) to the policy.
         obs_noise: std of the Gaussian noise added to every observation feature during
@@ -166,6 +169,7 @@ class PPOConfig:
     rest_start_lateral_m: float | None = None
     rest_start_heading_rad: float | None = None
     rest_start_prev_action: bool = False
+    slow_start_weight: float = 0.0
     friction_noise: float = 0.0
     obs_noise: float = 0.0
     action_delay: int = 0
@@ -260,6 +264,7 @@ class PPOConfig:
                           rest_start_lateral_m=self.rest_start_lateral_m,
                           rest_start_heading_rad=self.rest_start_heading_rad,
                           rest_start_prev_action=self.rest_start_prev_action,
+                          slow_start_weight=self.slow_start_weight,
                           friction_noise=self.friction_noise)  # fmt: skip
 
     def env_kwargs(self) -> dict[str, Any]:

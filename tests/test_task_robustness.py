@@ -176,3 +176,36 @@ def test_standing_starts_can_show_a_drawn_previous_action():
     assert float(accel.max()) > -0.2  # spread up to coasting
     rest, prev = first(start_from_rest=0.5)
     assert bool(rest.any()) and bool((prev == 0).all())
+
+
+def test_slow_start_weight_draws_walking_pace_corners_more_often():
+    """``slow_start_weight``: scenarios with a target below 4 m/s are drawn ``1 + w`` times as often
+
+    A pool of a wide asphalt circle (fast) and a tight icy one (target ~3 m/s): with w = 9 the
+    share of cars that start on the tight circle rises from its share of the scenarios to
+    ``10 p / (1 + 9 p)``, as ``slow_start_share`` predicts; w = 0 keeps the uniform draws.
+    """
+    paths = [make_circle(60.0), make_circle(8.0)]
+    layouts = [[SurfaceLayout.uniform("asphalt")], [SurfaceLayout.uniform("ice")]]
+    pool = ScenarioPool.build(paths, layouts, PoolConfig())
+    n = 8192
+
+    def started(weight: float) -> tuple[TrackingTask, float]:
+        task = TrackingTask(pool, n, TaskConfig(slow_start_weight=weight))
+        task.reset(torch.ones(n, dtype=torch.bool), torch.Generator().manual_seed(0))
+        return task, float((task.pid == 1).double().mean())
+
+    slow = TrackingTask(pool, 1, TaskConfig()).slow_scenarios()
+    on_tight = pool.variant_path[pool.scenario_variant] == 1
+    assert bool(slow.any()) and bool((slow == on_tight).all())
+    p = float(slow.double().mean())
+    assert 0.05 < p < 0.25
+    plain, share0 = started(0.0)
+    assert torch.equal(plain.scenario, pool.sample(n, torch.Generator().manual_seed(0)))
+    weighted, share9 = started(9.0)
+    expected = 10 * p / (1 + 9 * p)
+    assert abs(share0 - p) < 0.02
+    assert abs(share9 - expected) < 0.03 and share9 > 2 * share0
+    assert abs(weighted.slow_start_share() - expected) < 1e-6
+    with pytest.raises(ConfigError, match="slow_start_weight"):
+        TaskConfig(slow_start_weight=-1.0)
