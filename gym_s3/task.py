@@ -208,7 +208,7 @@ class TrackingTask:
         return 1.0 + self.config.slow_start_weight * slow
 
     def _sample_scenarios(self, generator: torch.Generator) -> Tensor:
-        """``(N,)`` int64 scenario ids, one per car: uniform, or weighted (``slow_start_weight``)."""
+        """``(N,)`` int64 scenario ids, one per car: uniform or weighted (``slow_start_weight``)."""
         if self._start_weights is None:
             return self.pool.sample(self.n, generator)
         ids = torch.multinomial(self._start_weights, self.n, replacement=True, generator=generator)

@@ -179,7 +179,7 @@ def test_standing_starts_can_show_a_drawn_previous_action():
 
 
 def test_slow_start_weight_draws_walking_pace_corners_more_often():
-    """``slow_start_weight``: scenarios with a target below 4 m/s are drawn ``1 + w`` times as often
+    """``slow_start_weight``: cars start on walking-pace corners ``1 + w`` times as often.
 
     A pool of a wide asphalt circle (fast) and a tight icy one (target ~3 m/s): with w = 9 the
     share of cars that start on the tight circle rises from its share of the scenarios to
