@@ -40,9 +40,10 @@ def _register_train(subparsers: Any) -> None:
         "--preset",
         default="ddm",
         choices=sorted(PRESETS),
-        help="named settings: one per dynamics backend, 'oracle', 'ddm_restarts' (the "
-        "standing-start recipe of four of the shipped ddm ensemble's nine members), 'tiny' "
-        "(smoke test)",
+        help="named settings: one per dynamics backend, 'oracle', 'ddm_slow_starts' (the "
+        "recipe of four of the shipped ddm ensemble's nine members: standing starts, towns 0-5, "
+        "full-ice laps and walking-pace corners drawn 11x as often), 'ddm_restarts' (the "
+        "standing-start recipe they replaced), 'tiny' (smoke test)",
     )
     p.add_argument(
         "--out",

@@ -17,7 +17,7 @@ MAX_BYTES = 2 * 1024 * 1024
 #: the shipped ensembles' member counts (README, "Ensembles of seeds"); absent: a single policy
 SHIPPED_MEMBERS = {"ddm": 9, "trans": 3, "dytr": 3, "oracle": 3}
 #: the presets a shipped ensemble's members were trained with (absent: the policy's own)
-MEMBER_PRESETS = {"ddm": ("ddm", "ddm_restarts")}
+MEMBER_PRESETS = {"ddm": ("ddm", "ddm_slow_starts")}
 #: what the members of a shipped ensemble may vary: the seed; for ddm also the privileged critic
 ENSEMBLE_VARIES = {"seed"}
 ENSEMBLE_VARIES_BY_NAME = {"ddm": {"seed", "privileged_critic"}}
