@@ -188,10 +188,14 @@ class TrackingTask:
         """``(S,)`` bool: the pool's slow scenarios.
 
         Those whose target speed falls below ``config.slow_start_speed_mps`` within
-        :data:`~gym_s3.task_config.SLOW_START_REACH_M` of their start.
+        :data:`~gym_s3.task_config.SLOW_START_REACH_M` of their start, read on the paths' own
+        sample spacing (a short dip at an apex counts). On a pool built from driving logs the
+        target is the driven speed, so a log that starts from rest is slow at its start.
         """
         pool = self.pool
-        reach = torch.linspace(0.0, SLOW_START_REACH_M, 11, dtype=self.dtype, device=self.device)
+        ds = float(pool.bank.ds.min())
+        reach = torch.arange(0.0, SLOW_START_REACH_M + 0.5 * ds, ds, dtype=self.dtype,
+                             device=self.device)  # fmt: skip
         s = pool.scenario_start[:, None] + reach[None, :]
         v_min = pool.target_speed(pool.scenario_variant, s).amin(dim=1)
         return v_min < self.config.slow_start_speed_mps
@@ -203,9 +207,28 @@ class TrackingTask:
         return float((weights * slow).sum() / weights.sum())
 
     def _slow_start_weights(self) -> Tensor:
-        """``(S,)`` float64 CPU draw weights of the pool's scenarios (``slow_start_weight``)."""
+        """``(S,)`` float64 CPU draw weights of the pool's scenarios (``slow_start_weight``).
+
+        Raises:
+            ConfigError: no scenario of the pool is slow (the weight would change nothing), or
+                the pool has more scenarios than weighted draws support (2^24).
+        """
+        cfg, num = self.config, self.pool.num_scenarios
+        if num > 2**24:
+            raise ConfigError(
+                f"slow_start_weight draws from at most 2^24 scenarios, the pool has {num}; "
+                "use fewer tracks or layouts, or set slow_start_weight=0"
+            )
         slow = self.slow_scenarios().to(device="cpu", dtype=torch.float64)
-        return 1.0 + self.config.slow_start_weight * slow
+        if not bool(slow.any()):
+            raise ConfigError(
+                f"slow_start_weight={cfg.slow_start_weight:g} but none of the pool's {num} "
+                f"scenarios has a target speed below {cfg.slow_start_speed_mps:g} m/s within "
+                f"{SLOW_START_REACH_M:g} m of its start; add low-friction layouts (e.g. "
+                "`s3 train --pool default_ice`) or tight tracks (town:<seed>), raise "
+                "slow_start_speed_mps, or set slow_start_weight=0"
+            )
+        return 1.0 + cfg.slow_start_weight * slow
 
     def _sample_scenarios(self, generator: torch.Generator) -> Tensor:
         """``(N,)`` int64 scenario ids, one per car: uniform or weighted (``slow_start_weight``)."""

@@ -355,8 +355,9 @@ _NARROW_RESTARTS: dict[str, Any] = {
 #: ``ddm_restarts`` seeds there: over the 288 laps of the ship rule 285 completed and 241 strict
 #: against 275 and 227.
 _SLOW_STARTS: dict[str, Any] = {"pool": "default_ice", "slow_start_weight": 10.0}
-#: Named presets: one per backend (the policy the paper trains on it), the oracle policy and the
-#: second recipe of the ``ddm`` ensemble.
+#: Named presets: one per backend (the policy the paper trains on it), the oracle policy, the
+#: second recipe of the shipped ``ddm`` ensemble (``ddm_slow_starts``) and the one it replaced
+#: (``ddm_restarts``).
 PRESETS: dict[str, PPOConfig] = {
     "bicycle": replace(_BASE, backend="bicycle"),
     "ddm": replace(_PRECISE, backend="ddm", **_SIX_EPOCHS),

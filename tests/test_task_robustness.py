@@ -209,3 +209,36 @@ def test_slow_start_weight_draws_walking_pace_corners_more_often():
     assert abs(weighted.slow_start_share() - expected) < 1e-6
     with pytest.raises(ConfigError, match="slow_start_weight"):
         TaskConfig(slow_start_weight=-1.0)
+
+
+def test_slow_scenarios_look_ahead_25_m_and_a_weight_with_nothing_slow_is_refused():
+    """Slow scenarios are those with a walking-pace target within 25 m ahead, on the sample grid.
+
+    Checked against a brute-force reading of the pool's speed table on a real town route on ice
+    (some starts are slow only because of the corner ahead of them); a weight on a pool with no
+    slow scenario (dry wide circle) is refused with the fix; the ``ddm_slow_starts`` preset
+    carries its weight into the task.
+    """
+    from gym_s3.task_config import SLOW_START_REACH_M
+    from policies.config import PRESETS
+
+    path = cached_track("town:0")
+    pool = ScenarioPool.build([path], [[SurfaceLayout.uniform("ice")]], PoolConfig())
+    task = TrackingTask(pool, 1, TaskConfig())
+    slow = task.slow_scenarios()
+    speed, ds = pool.speed[0].double(), float(pool.bank.ds[0])
+    expected = []
+    for s0 in pool.scenario_start.tolist():
+        lo, hi = round(s0 / ds), round((s0 + SLOW_START_REACH_M) / ds)
+        idx = torch.arange(lo, hi + 1).clamp(max=path.num_samples - 1)
+        expected.append(bool((speed[idx] < 4.0).any()))
+    expected = torch.tensor(expected)
+    assert bool(expected.any()) and not bool(expected.all())
+    at_start = pool.target_speed(pool.scenario_variant, pool.scenario_start) < 4.0
+    assert bool((expected & ~at_start).any())  # slow only because of the corner ahead
+    assert int((slow != expected).sum()) <= 1  # interpolation at the window's far end
+    dry = ScenarioPool.build([make_circle(60.0)], [[SurfaceLayout.uniform("asphalt")]],
+                             PoolConfig())  # fmt: skip
+    with pytest.raises(ConfigError, match="none of the pool's .* default_ice"):
+        TrackingTask(dry, 4, TaskConfig(slow_start_weight=5.0))
+    assert PRESETS["ddm_slow_starts"].task().slow_start_weight == 10.0
