@@ -202,9 +202,13 @@ class TrackingTask:
 
     def slow_start_share(self) -> float:
         """Expected share of episodes that start on a slow scenario (see ``slow_start_weight``)."""
-        slow = self.slow_scenarios().double()
-        weights = 1.0 + self.config.slow_start_weight * slow
+        slow = self.slow_scenarios().to(device="cpu", dtype=torch.float64)
+        weights = self._draw_weights(slow)
         return float((weights * slow).sum() / weights.sum())
+
+    def _draw_weights(self, slow: Tensor) -> Tensor:
+        """``(S,)`` float64 draw weights from the ``(S,)`` float64 slow flags: ``1 + w * slow``."""
+        return 1.0 + self.config.slow_start_weight * slow
 
     def _slow_start_weights(self) -> Tensor:
         """``(S,)`` float64 CPU draw weights of the pool's scenarios (``slow_start_weight``).
@@ -228,7 +232,7 @@ class TrackingTask:
                 "`s3 train --pool default_ice`) or tight tracks (town:<seed>), raise "
                 "slow_start_speed_mps, or set slow_start_weight=0"
             )
-        return 1.0 + cfg.slow_start_weight * slow
+        return self._draw_weights(slow)
 
     def _sample_scenarios(self, generator: torch.Generator) -> Tensor:
         """``(N,)`` int64 scenario ids, one per car: uniform or weighted (``slow_start_weight``)."""
