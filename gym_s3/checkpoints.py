@@ -83,6 +83,22 @@ def checkpoint_paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
     return p.with_name(p.name + WEIGHTS_SUFFIX), p.with_name(p.name + SIDECAR_SUFFIX)
 
 
+def checkpoint_identity(path: str | os.PathLike[str]) -> str | None:
+    """SHA-256 of a checkpoint's sidecar file (hex), or ``None`` when there is no sidecar.
+
+    The sidecar records the SHA-256 of the weights, which :func:`load` checks, so this digest
+    changes whenever the weights, their settings or the file's metadata change: a cache key
+    built from it (the pipeline's stages) never reuses results of a checkpoint that was swapped
+    at the same path. Nothing is parsed; a damaged file is reported when it is loaded.
+    """
+    sidecar_path = checkpoint_paths(path)[1]
+    if not sidecar_path.is_file():
+        return None
+    raw = read_bounded(sidecar_path, limit=MAX_TEXT_BYTES, what="checkpoint sidecar",
+                       error=CheckpointError)  # fmt: skip
+    return _sha256(raw)
+
+
 def _package_version() -> str:
     from gym_s3 import __version__
 
@@ -362,6 +378,7 @@ __all__ = [
     "FORMAT_VERSION",
     "Checkpoint",
     "check_tensors",
+    "checkpoint_identity",
     "checkpoint_paths",
     "load",
     "read_sidecar",

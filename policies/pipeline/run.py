@@ -50,13 +50,15 @@ def run_pipeline(
     outcomes["distill"] = run_stage(
         root, "distill",
         {**on_device, "data": outcomes["data"].key, "backends": list(config.distill_backends),
-         "overrides": config.distill_overrides, "horizons": list(config.open_loop_horizons)},
+         "overrides": config.distill_overrides, "horizons": list(config.open_loop_horizons),
+         "shipped": steps.shipped_dynamics_identities(config)},
         lambda d: steps.stage_distill(d, config, outcomes["data"]), log=log,
     )  # fmt: skip
     outcomes["train"] = run_stage(
         root, "train",
         {**on_device, "distill": outcomes["distill"].key, "backends": list(config.policy_backends),
-         "overrides": config.ppo_preset_overrides},
+         "overrides": config.ppo_preset_overrides,
+         "shipped": steps.shipped_policy_identities(config)},
         lambda d: steps.stage_train(d, config, outcomes["distill"]), log=log,
     )  # fmt: skip
     outcomes["evaluate"] = run_stage(

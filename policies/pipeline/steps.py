@@ -110,7 +110,32 @@ def stage_distill(
     }
 
 
+def shipped_dynamics_identities(config: PipelineConfig) -> dict[str, str | None]:
+    """Sidecar SHA-256 of each shipped dynamics checkpoint the run uses instead of training it.
+
+    Part of the distill stage's inputs, so replacing ``gym_s3/dynamics/assets`` (a new release,
+    a checkpoint of one's own at the same path) re-runs every stage that read the old one.
+    """
+    from gym_s3.checkpoints import checkpoint_identity
+    from gym_s3.dynamics import default_checkpoint
+
+    return {name: checkpoint_identity(default_checkpoint(name))
+            for name in BACKENDS if name not in config.distill_backends}  # fmt: skip
+
+
 # ---------------------------------------------------------------------------------- train
+def shipped_policy_identities(config: PipelineConfig) -> dict[str, str | None]:
+    """Sidecar SHA-256 of each shipped policy the run evaluates instead of training it.
+
+    Part of the train stage's inputs (a missing file is ``None`` here and refused, naming the
+    fix, when the stage runs), so swapping ``policies/assets`` re-runs the evaluation.
+    """
+    from gym_s3.checkpoints import checkpoint_identity
+
+    return {name: checkpoint_identity(shipped_policy(name))
+            for name in config.eval_policies if name not in config.policy_backends}  # fmt: skip
+
+
 def _policy_preset(name: str) -> tuple[str, str]:
     """(PPO preset, dynamics backend) of a policy name."""
     return (name, "dytr") if name == "oracle" else (name, name)
@@ -160,6 +185,7 @@ def stage_evaluate(folder: Path, config: PipelineConfig, train: StageOutcome) ->
     policy as one car of one batch of the stand-in's vehicle model in-process
     (:mod:`policies.evaluate_model`: the same laps and physics, no GIFs, tens of times faster).
     """
+    from gym_s3.checkpoints import checkpoint_identity
     from policies.checkpoint import load_policy
     from policies.report import write_evaluation
 
@@ -179,7 +205,7 @@ def stage_evaluate(folder: Path, config: PipelineConfig, train: StageOutcome) ->
             return {"results": str(out / "results.json")}
 
         # a sub-stage per policy: an interrupted evaluate stage keeps the policies it finished
-        inputs = {"checkpoint": checkpoint}
+        inputs = {"checkpoint": checkpoint, "identity": checkpoint_identity(checkpoint)}
         results[name] = run_stage(folder, name, inputs, evaluate_one).result["results"]
     return {"results": results}
 

@@ -181,3 +181,44 @@ def test_the_report_counts_every_training_of_a_shipped_ensemble():
     assert text == f"{len(members)} x 48.0 M frames, {minutes:.0f} min in all, shipped ensemble"
     single = training_budget("bicycle", {"policies": {"bicycle": str(shipped_policy("bicycle"))}})
     assert single.endswith(", shipped") and " x " not in single
+
+
+def test_swapping_a_shipped_checkpoint_reruns_the_stages_that_read_it(tmp_path, monkeypatch):
+    """A shipped policy or dynamics checkpoint replaced at the same path is never reused stale.
+
+    The stage bodies are recorders; the real ``run_pipeline`` builds the keys. A new policy
+    sidecar re-runs train and evaluate only, a new dynamics sidecar everything after the data.
+    Fails if a stage's inputs leave out the identity of the shipped files it reads.
+    """
+    import policies.checkpoint
+    from gym_s3.dynamics import io as dynamics_io
+    from policies.pipeline import run as pipeline_run
+    from policies.pipeline import steps
+
+    policy_dir, dynamics_dir = tmp_path / "policies", tmp_path / "dynamics"
+    policy_dir.mkdir()
+    dynamics_dir.mkdir()
+    monkeypatch.setattr(policies.checkpoint, "POLICY_ASSETS", policy_dir)
+    monkeypatch.setattr(dynamics_io, "ASSET_DIR", dynamics_dir)
+    (policy_dir / "ddm.json").write_text('{"weights": {"sha256": "aa"}}')
+    (dynamics_dir / "trans.json").write_text('{"weights": {"sha256": "bb"}}')
+    ran: list[str] = []
+    for stage in ("data", "distill", "train", "evaluate", "speedup"):
+        monkeypatch.setattr(steps, f"stage_{stage}",
+                            lambda *a, stage=stage, **k: ran.append(stage) or {})  # fmt: skip
+    monkeypatch.setattr(pipeline_run, "write_report", lambda *a, **k: tmp_path / "report.md")
+    config = pipeline_run.preset("tiny", eval_policies=("bicycle", "ddm"))
+    out = tmp_path / "run"
+
+    def stages_run() -> list[str]:
+        ran.clear()
+        pipeline_run.run_pipeline(config, out, log=lambda _: None)
+        return list(ran)
+
+    assert stages_run() == ["data", "distill", "train", "evaluate", "speedup"]
+    assert stages_run() == []
+    (policy_dir / "ddm.json").write_text('{"weights": {"sha256": "cc"}}')
+    assert stages_run() == ["train", "evaluate"]
+    (dynamics_dir / "trans.json").write_text('{"weights": {"sha256": "dd"}}')
+    assert stages_run() == ["distill", "train", "evaluate", "speedup"]
+    assert stages_run() == []
