@@ -145,7 +145,9 @@ def save(
             f"checkpoint metadata for {sidecar_path} is not JSON-serialisable ({exc}); "
             "pass plain dicts/lists of str, int, finite float and bool"
         ) from exc
-    data = st_save(cpu, metadata={"format": FORMAT, "kind": kind})
+    # one metadata entry: safetensors writes its metadata map in hash order, so two entries
+    # give the same tensors different bytes (and SHA-256) from one save to the next
+    data = st_save(cpu, metadata={"format": FORMAT})
     sidecar = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -196,7 +198,19 @@ def _replace_together(files: tuple[tuple[Path, bytes], ...], what: Path) -> None
         os.replace(tmp, path)
 
 
+def _is_safetensors_head(head: bytes) -> bool:
+    """A safetensors file: a little-endian u64 header length, then the JSON header's ``{``."""
+    return len(head) >= 9 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") < 2**32
+
+
 def _refuse_pickle(path: Path, head: bytes) -> None:
+    """Refuse a pickle or zip archive by its first bytes (at least 9 of them).
+
+    A safetensors header length of 0x280-0x580 bytes begins like a pickle's protocol marker,
+    so a file whose ninth byte opens its JSON header is read as safetensors.
+    """
+    if _is_safetensors_head(head):
+        return
     if head.startswith(_PICKLE_MAGIC) or head.startswith(_ZIP_MAGIC):
         raise CheckpointError(
             f"{path} is a pickle or torch.save archive; sim2sim2sim never loads pickles (loading "
@@ -215,7 +229,7 @@ def read_sidecar(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not sidecar_path.is_file():
         if weights_path.is_file():
             with weights_path.open("rb") as fh:
-                _refuse_pickle(weights_path, fh.read(4))
+                _refuse_pickle(weights_path, fh.read(9))
         raise CheckpointError(
             f"no checkpoint sidecar {sidecar_path}; a sim2sim2sim checkpoint is a pair "
             f"'<stem>.safetensors' + '<stem>.json' written by gym_s3.checkpoints.save. Pass the "
@@ -223,7 +237,7 @@ def read_sidecar(path: str | os.PathLike[str]) -> dict[str, Any]:
         )
     raw = read_bounded(sidecar_path, limit=MAX_TEXT_BYTES, what="checkpoint sidecar",
                        error=CheckpointError)  # fmt: skip
-    _refuse_pickle(sidecar_path, raw[:4])
+    _refuse_pickle(sidecar_path, raw[:9])
     sidecar = parse_json(
         raw, path=sidecar_path, error=CheckpointError,
         fix="the file is damaged. Restore it from the original or re-save the checkpoint.",
@@ -277,7 +291,7 @@ def load(
         )
     data = read_bounded(weights_path, limit=MAX_WEIGHTS_BYTES, what="checkpoint weight file",
                         error=CheckpointError)  # fmt: skip
-    _refuse_pickle(weights_path, data[:4])
+    _refuse_pickle(weights_path, data[:9])
     expected = sidecar["weights"].get("sha256")
     if _sha256(data) != expected:
         raise CheckpointError(

@@ -116,3 +116,38 @@ def test_check_tensors_is_strict() -> None:
     assert "missing tensors ['b']" in text and "unexpected tensors ['c']" in text
     assert "a: checkpoint (4,) vs model (2,)" in text
     checkpoints.check_tensors(dict(model), model, "ckpt")  # equal sets pass
+
+
+def test_the_same_tensors_give_the_same_weights_file(tmp_path: Path) -> None:
+    """Saving equal tensors twenty times writes byte-identical weights (one SHA-256).
+
+    Ensembles record their members' weight hashes, and a re-extracted member must match them.
+    Fails when the file's header order varies from one save to the next (a second metadata
+    entry in the safetensors map did: two different files in twenty saves).
+    """
+    tensors = {"w": torch.arange(6.0).reshape(2, 3), "b": torch.tensor([1, 2])}
+    digests = set()
+    for k in range(20):
+        checkpoints.save(tmp_path / f"m{k}", tensors, {"note": "same"}, kind="test")
+        digests.add(checkpoints.read_sidecar(tmp_path / f"m{k}")["weights"]["sha256"])
+    assert len(digests) == 1
+
+
+def test_a_header_length_that_looks_like_a_pickle_marker_still_loads(tmp_path: Path) -> None:
+    """A weights file whose u64 header length starts 0x80 0x04 (1152 bytes) is safetensors.
+
+    The tensor name is lengthened until the header is exactly that long. Fails when the pickle
+    check reads the first two bytes alone (the file is then refused as a pickle).
+    """
+    from safetensors.torch import save as st_save
+
+    for length in range(1, 2000):
+        tensors = {"w" * length: torch.ones(2)}
+        if st_save(tensors, metadata={"format": checkpoints.FORMAT})[:2] == b"\x80\x04":
+            break
+    else:
+        pytest.fail("no name length gives a 1152-byte header")
+    checkpoints.save(tmp_path / "m", tensors, {}, kind="test")
+    assert Path(f"{tmp_path / 'm'}.safetensors").read_bytes()[:2] == b"\x80\x04"
+    assert torch.equal(checkpoints.load(tmp_path / "m", kind="test").tensors["w" * length],
+                       torch.ones(2))  # fmt: skip
