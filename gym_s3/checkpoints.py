@@ -84,19 +84,22 @@ def checkpoint_paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
 
 
 def checkpoint_identity(path: str | os.PathLike[str]) -> str | None:
-    """SHA-256 of a checkpoint's sidecar file (hex), or ``None`` when there is no sidecar.
+    """SHA-256 (hex) of a checkpoint's sidecar and weights files, ``None`` without a sidecar.
 
-    The sidecar records the SHA-256 of the weights, which :func:`load` checks, so this digest
-    changes whenever the weights, their settings or the file's metadata change: a cache key
-    built from it (the pipeline's stages) never reuses results of a checkpoint that was swapped
-    at the same path. Nothing is parsed; a damaged file is reported when it is loaded.
+    Changes whenever either file changes (the weights alone swapped included): a cache key
+    built from it (the pipeline's stages) never reuses results of a checkpoint replaced at the
+    same path. Nothing is parsed; a damaged or mismatched pair is reported when it is loaded.
     """
-    sidecar_path = checkpoint_paths(path)[1]
+    weights_path, sidecar_path = checkpoint_paths(path)
     if not sidecar_path.is_file():
         return None
-    raw = read_bounded(sidecar_path, limit=MAX_TEXT_BYTES, what="checkpoint sidecar",
-                       error=CheckpointError)  # fmt: skip
-    return _sha256(raw)
+    digest = hashlib.sha256()
+    for part, limit in ((sidecar_path, MAX_TEXT_BYTES), (weights_path, MAX_WEIGHTS_BYTES)):
+        if part.is_file():
+            digest.update(read_bounded(part, limit=limit, what="checkpoint file",
+                                       error=CheckpointError))  # fmt: skip
+        digest.update(b"\0")
+    return digest.hexdigest()
 
 
 def _package_version() -> str:
@@ -199,15 +202,22 @@ def _replace_together(files: tuple[tuple[Path, bytes], ...], what: Path) -> None
 
 
 def _is_safetensors_head(head: bytes) -> bool:
-    """A safetensors file: a little-endian u64 header length, then the JSON header's ``{``."""
+    """Whether a file starting ``head`` is laid out as safetensors.
+
+    That is a little-endian u64 header length (below 4 GiB), then the JSON header's ``{``. The
+    length is not checked against the file's size, so a truncated file is reported by its
+    SHA-256, not as a pickle.
+    """
     return len(head) >= 9 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") < 2**32
 
 
 def _refuse_pickle(path: Path, head: bytes) -> None:
     """Refuse a pickle or zip archive by its first bytes (at least 9 of them).
 
-    A safetensors header length of 0x280-0x580 bytes begins like a pickle's protocol marker,
-    so a file whose ninth byte opens its JSON header is read as safetensors.
+    A safetensors header of 640, 896, 1152 or 1408 bytes (plus any multiple of 64 KiB) begins
+    like a pickle's protocol marker (0x80 0x02-0x05), so a file whose ninth byte opens the JSON
+    header is read as safetensors (a pickle crafted to look like one then fails the SHA-256 or
+    safetensors checks instead: nothing is ever unpickled).
     """
     if _is_safetensors_head(head):
         return

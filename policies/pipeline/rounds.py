@@ -152,7 +152,8 @@ def run_rounds(
             {"train": train.key, "policies": list(config.eval_policies),
              "surfaces": list(config.eval_surfaces), "patches": list(config.eval_ice_patches),
              "max_steps": config.eval_max_steps, "gif_every": config.gif_every,
-             "fast_standin": config.fast_standin},
+             "fast_standin": config.fast_standin, "simulator": config.eval_simulator,
+             "seeds": list(config.eval_seeds)},
             lambda d, t=train: steps.stage_evaluate(d, config, t), log=log,
         )  # fmt: skip
         gap = _gap(root, r, config, train, distill, log)

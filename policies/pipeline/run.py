@@ -12,8 +12,9 @@
 6. ``round<r>/...`` (``--rounds K``): policy-in-the-loop rounds (:mod:`policies.pipeline.rounds`).
 7. ``report``: Markdown and HTML with tables, plots, GIFs and the backend scorecard.
 
-Every stage is skipped when its inputs (settings and upstream results) are unchanged, and an
-interrupted run resumes at the first unfinished stage.
+Every stage is skipped when its inputs (settings, upstream results and the SHA-256 of the
+shipped checkpoints and policies it reads) are unchanged, and an interrupted run resumes at the
+first unfinished stage.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def run_pipeline(
         {**on_device, "train": outcomes["train"].key, "policies": list(config.eval_policies),
          "surfaces": list(config.eval_surfaces), "patches": list(config.eval_ice_patches),
          "max_steps": config.eval_max_steps, "gif_every": config.gif_every,
-         "fast_standin": config.fast_standin, "simulator": config.eval_simulator},
+         "fast_standin": config.fast_standin, "simulator": config.eval_simulator,
+         "seeds": list(config.eval_seeds)},
         lambda d: steps.stage_evaluate(d, config, outcomes["train"]), log=log,
     )  # fmt: skip
     outcomes["speedup"] = run_stage(

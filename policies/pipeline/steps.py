@@ -111,9 +111,9 @@ def stage_distill(
 
 
 def shipped_dynamics_identities(config: PipelineConfig) -> dict[str, str | None]:
-    """Sidecar SHA-256 of each shipped dynamics checkpoint the run uses instead of training it.
+    """SHA-256 of each shipped dynamics checkpoint the run uses instead of training it.
 
-    Part of the distill stage's inputs, so replacing ``gym_s3/dynamics/assets`` (a new release,
+    Part of the distill stage's inputs, so replacing ``gym_s3/assets/dynamics`` (a new release,
     a checkpoint of one's own at the same path) re-runs every stage that read the old one.
     """
     from gym_s3.checkpoints import checkpoint_identity
@@ -125,7 +125,7 @@ def shipped_dynamics_identities(config: PipelineConfig) -> dict[str, str | None]
 
 # ---------------------------------------------------------------------------------- train
 def shipped_policy_identities(config: PipelineConfig) -> dict[str, str | None]:
-    """Sidecar SHA-256 of each shipped policy the run evaluates instead of training it.
+    """SHA-256 of each shipped policy the run evaluates instead of training it.
 
     Part of the train stage's inputs (a missing file is ``None`` here and refused, naming the
     fix, when the stage runs), so swapping ``policies/assets`` re-runs the evaluation.

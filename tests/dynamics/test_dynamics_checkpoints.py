@@ -121,7 +121,7 @@ def test_check_tensors_is_strict() -> None:
 def test_the_same_tensors_give_the_same_weights_file(tmp_path: Path) -> None:
     """Saving equal tensors twenty times writes byte-identical weights (one SHA-256).
 
-    Ensembles record their members' weight hashes, and a re-extracted member must match them.
+    Ensembles record their members' weight hashes and tell duplicate members apart by them.
     Fails when the file's header order varies from one save to the next (a second metadata
     entry in the safetensors map did: two different files in twenty saves).
     """
@@ -137,7 +137,7 @@ def test_a_header_length_that_looks_like_a_pickle_marker_still_loads(tmp_path: P
     """A weights file whose u64 header length starts 0x80 0x04 (1152 bytes) is safetensors.
 
     The tensor name is lengthened until the header is exactly that long. Fails when the pickle
-    check reads the first two bytes alone (the file is then refused as a pickle).
+    check does not first recognise a safetensors header (the file is then refused as a pickle).
     """
     from safetensors.torch import save as st_save
 

@@ -187,7 +187,8 @@ def test_swapping_a_shipped_checkpoint_reruns_the_stages_that_read_it(tmp_path, 
     """A shipped policy or dynamics checkpoint replaced at the same path is never reused stale.
 
     The stage bodies are recorders; the real ``run_pipeline`` builds the keys. A new policy
-    sidecar re-runs train and evaluate only, a new dynamics sidecar everything after the data.
+    sidecar or weights file re-runs train and evaluate only, a new dynamics sidecar everything
+    after the data.
     Fails if a stage's inputs leave out the identity of the shipped files it reads.
     """
     import policies.checkpoint
@@ -218,6 +219,8 @@ def test_swapping_a_shipped_checkpoint_reruns_the_stages_that_read_it(tmp_path, 
     assert stages_run() == ["data", "distill", "train", "evaluate", "speedup"]
     assert stages_run() == []
     (policy_dir / "ddm.json").write_text('{"weights": {"sha256": "cc"}}')
+    assert stages_run() == ["train", "evaluate"]
+    (policy_dir / "ddm.safetensors").write_bytes(b"other weights")  # the weights alone
     assert stages_run() == ["train", "evaluate"]
     (dynamics_dir / "trans.json").write_text('{"weights": {"sha256": "dd"}}')
     assert stages_run() == ["distill", "train", "evaluate", "speedup"]
