@@ -95,7 +95,8 @@ def _gap(root: Path, r: int, config: PipelineConfig, train: StageOutcome,
     """The gap stage of round ``r``."""
     inputs = {"train": train.key, "distill": distill.key, "surfaces": list(config.eval_surfaces),
               "patches": list(config.eval_ice_patches), "max_steps": config.eval_max_steps,
-              "fast_standin": config.fast_standin}  # fmt: skip
+              "fast_standin": config.fast_standin,
+              "policies": list(config.eval_policies)}  # fmt: skip
     return run_stage(root, f"round{r}/gap", inputs,
                      lambda d: stage_gap(d, config, train, distill), log=log)  # fmt: skip
 
