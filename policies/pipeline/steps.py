@@ -185,7 +185,6 @@ def stage_evaluate(folder: Path, config: PipelineConfig, train: StageOutcome) ->
     policy as one car of one batch of the stand-in's vehicle model in-process
     (:mod:`policies.evaluate_model`: the same laps and physics, no GIFs, tens of times faster).
     """
-    from gym_s3.checkpoints import checkpoint_identity
     from policies.checkpoint import load_policy
     from policies.report import write_evaluation
 
@@ -205,7 +204,8 @@ def stage_evaluate(folder: Path, config: PipelineConfig, train: StageOutcome) ->
             return {"results": str(out / "results.json")}
 
         # a sub-stage per policy: an interrupted evaluate stage keeps the policies it finished
-        inputs = {"checkpoint": checkpoint, "identity": checkpoint_identity(checkpoint)}
+        # (the stage's own key holds the shipped files' SHA-256 through the train stage's key)
+        inputs = {"checkpoint": checkpoint}
         results[name] = run_stage(folder, name, inputs, evaluate_one).result["results"]
     return {"results": results}
 
