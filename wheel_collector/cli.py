@@ -3,7 +3,7 @@
 Examples::
 
     s3 collect --standin --device expert --track putnam --surface snow --duration 120
-    s3 collect --device wheel --calibrate                  # then drive the stand-in
+    s3 collect --device wheel --calibrate --standin        # then drive the stand-in
     s3 collect --host 192.168.1.5 --port 25252 --device wheel --track putnam --ice-patches 4
 
 The session drives BeamNG.tech or the open stand-in through beamngpy at 20 Hz in deterministic
