@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from gym_s3.envs.actions import sanitize_action
+from gym_s3.errors import ConfigError
 from gym_s3.progress import progress_bar
 from policies.checkpoint import Policy
 
@@ -348,13 +349,19 @@ def evaluate_beamng(
                           progress=progress)  # fmt: skip
 
 
-def lap_drivers(policy: Policy, expert: bool, seed: int) -> list[Any]:
-    """The drivers of a lap table: the scripted expert first (when asked), then the policy."""
+def lap_drivers(policy: Policy | None, expert: bool, seed: int) -> list[Any]:
+    """The drivers of a lap table: the scripted expert first (when asked), then the policy.
+
+    ``policy`` ``None``: the expert alone (``expert`` must then be true).
+    """
+    drivers: list[Any] = [] if policy is None else [policy]
     if not expert:
-        return [policy]
+        if policy is None:
+            raise ConfigError("no driver: give a policy or ask for the scripted expert")
+        return drivers
     from policies.expert_driver import ExpertDriver
 
-    return [ExpertDriver(seed), policy]
+    return [ExpertDriver(seed), *drivers]
 
 
 def drive_laps(

@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from gym_s3.errors import ConfigError
 from policies.checkpoint import Policy
 from policies.evaluate import (
     FAILURES,
@@ -28,7 +29,7 @@ from policies.evaluate_labels import label_summary
 
 
 def evaluate_distilled_laps(
-    policy: Policy,
+    policy: Policy | None,
     *,
     backend: str | None = None,
     checkpoint: str | None = None,
@@ -49,7 +50,8 @@ def evaluate_distilled_laps(
     comes first; policy rows carry ``vs_expert``).
 
     Args:
-        policy: the policy (its ``obs_mode`` configures the env).
+        policy: the policy (its ``obs_mode`` configures the env); ``None``: the scripted expert
+            alone (``expert`` and ``backend`` required).
         backend: dynamics backend to drive in (default: the one the policy was trained in).
         checkpoint: dynamics checkpoint (default: the shipped one of ``backend``).
         surfaces: base surfaces to test.
@@ -66,6 +68,8 @@ def evaluate_distilled_laps(
     from gym_s3.tracks.lap_layouts import lap_layout
     from gym_s3.tracks.registry import cached_track
 
+    if policy is None and backend is None:
+        raise ConfigError("the scripted expert drives no backend of its own: give backend=")
     backend = backend or policy.backend
     reference = cached_track(track)
 

@@ -9,8 +9,11 @@ too optimistic. ``ends`` counts the laps whose ending (completed, stalled, off t
 distilled env predicted, and names the laps it let through that the high-fidelity side failed
 (optimistic) and those it failed that the high-fidelity side completed (pessimistic): a failure
 the distilled env does not reproduce is one no training inside it can teach a policy to avoid.
-A table (terminal and ``gap.md``) and, per condition, a plot of both trajectories on the track and
-both error traces along the lap go with it. Every artefact names the high-fidelity simulator
+``s3 gap expert --backend B`` drives the scripted expert instead of a policy: the gap of the
+dynamics backend itself, closed loop on the expert's own driving (the data the backend was
+distilled from), whatever any policy learned. A table (terminal and ``gap.md``) and, per
+condition, a plot of both trajectories on the track and both error traces along the lap go with
+it. Every artefact names the high-fidelity simulator
 (open stand-in or BeamNG.tech). ``--tracks`` drives every condition on several tracks.
 """
 
@@ -118,8 +121,12 @@ def ends_line(ends: dict[str, Any]) -> str:
     return line
 
 
+#: The driver name of :func:`measure_gap` and ``s3 gap`` for the scripted expert.
+EXPERT_DRIVER = "expert"
+
+
 def measure_gap(
-    policy: Any,
+    policy: Any | None,
     *,
     track: str = "putnam",
     surfaces: Sequence[str] = ("asphalt", "snow", "ice"),
@@ -138,7 +145,8 @@ def measure_gap(
     """Drive the laps in both simulators; returns ``(gap.json content, run pairs)``.
 
     Args:
-        policy: the policy (:class:`policies.checkpoint.Policy`).
+        policy: the policy (:class:`policies.checkpoint.Policy`); ``None``: the scripted expert
+            drives (``backend`` then required).
         track: track of the laps.
         surfaces: base surfaces of the laps.
         ice_patches: numbers of ice patches on each surface.
@@ -162,21 +170,29 @@ def measure_gap(
 
     if batched and not standin:
         raise ConfigError("the batched vehicle model is the stand-in's physics; drop --beamng")
+    expert = policy is None
+    if expert and backend is None:
+        raise ConfigError(
+            "the scripted expert has no dynamics backend of its own: name the distilled env's "
+            "backend (s3 gap expert --backend ddm)"
+        )
 
     laps = dict(track=track, surfaces=surfaces, ice_patches=ice_patches, seed=seed,
                 max_steps=max_steps, time_limit_s=time_limit_s, progress=progress,
-                expert=False)  # fmt: skip
+                expert=expert)  # fmt: skip
     distilled = evaluate_distilled_laps(policy, backend=backend, checkpoint=checkpoint, **laps)
     if batched:
         grid = lap_grid([track], surfaces, ice_patches)
-        highfi = evaluate_model([(policy.backend, policy)], grid, seed=seed, max_steps=max_steps,
-                                time_limit_s=time_limit_s, expert=False, fast=fast,
+        drivers = [] if expert else [(policy.backend, policy)]
+        highfi = evaluate_model(drivers, grid, seed=seed, max_steps=max_steps,
+                                time_limit_s=time_limit_s, expert=expert, fast=fast,
                                 progress=progress)  # fmt: skip
     else:
         highfi = evaluate_beamng(policy, standin=standin, fast=fast, **laps, **sim_options)
     pairs = list(zip(distilled, highfi, strict=True))
     report = {
-        "policy": str(getattr(policy, "path", "")),
+        "policy": EXPERT_DRIVER if expert else str(getattr(policy, "path", "")),
+        "driver": EXPERT_DRIVER if expert else "policy",
         "backend": backend or policy.backend,
         "distilled": distilled[0].env if distilled else None,
         "highfi": highfi[0].env if highfi else None,
@@ -329,8 +345,10 @@ def register(subparsers: Any) -> None:
     )
     from policies.checkpoint import SHIPPED_POLICIES
 
-    p.add_argument("policy", help=f"shipped policy ({', '.join(SHIPPED_POLICIES)}) or checkpoint "
-                   "path (.json sidecar or stem)")  # fmt: skip
+    p.add_argument("policy", help=f"shipped policy ({', '.join(SHIPPED_POLICIES)}), checkpoint "
+                   f"path (.json sidecar or stem), or '{EXPERT_DRIVER}': the scripted expert "
+                   "drives, which measures the gap of the dynamics backend itself on the "
+                   "expert's own driving (needs --backend)")  # fmt: skip
     from policies.lap_options import add_beamng_options, add_lap_options
 
     add_lap_options(p, surfaces="asphalt,snow,ice", ice_patches="0,6")
@@ -361,7 +379,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.tracks and args.track != "putnam":
         raise ConfigError("give the tracks with --tracks or one track with --track, not both")
     tracks = csv_list(args.tracks, str) if args.tracks else [args.track]
-    _, policy = resolve_policy(args.policy)
+    policy = None if args.policy == EXPERT_DRIVER else resolve_policy(args.policy)[1]
     sim = beamng_options(args, active=args.beamng, how="--beamng")
     report, pairs = measure_gap_tracks(
         policy, tracks, surfaces=csv_list(args.surfaces, str),

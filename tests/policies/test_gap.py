@@ -12,6 +12,7 @@ pytest.importorskip("beamngpy")
 from policy_helpers import untrained_policy  # noqa: E402
 
 from gym_s3.cli import main  # noqa: E402
+from gym_s3.errors import ConfigError  # noqa: E402
 from policies.checkpoint import Policy  # noqa: E402
 from policies.gap import gap_metrics, measure_gap, write_gap  # noqa: E402
 from policies.scorecard import gap_markdown  # noqa: E402
@@ -154,3 +155,44 @@ def test_gap_over_several_tracks_is_one_report(policy):
     assert [r["condition"]["track"] for r in report["runs"]] == ["putnam", "procedural:201"]
     assert len(pairs) == 2 and report["ends"]["laps"] == 2
     assert report["ends"]["agree"] == 2  # 20 steps: both sides end by the step cap
+
+
+def test_the_expert_gap_drives_the_scripted_expert_on_both_sides(policy):
+    """``policy=None``: the expert drives both sides, as its rows in the two lap tables.
+
+    Its distilled run is the expert row of ``evaluate_distilled_laps`` on the named backend and
+    its high-fidelity run the expert row of the batched vehicle model, lap for lap.
+    """
+    from policies.evaluate_distilled import evaluate_distilled_laps
+    from policies.evaluate_model import evaluate_model, lap_grid
+
+    laps = dict(surfaces=("ice",), ice_patches=(0,), seed=3, max_steps=40, progress=False)
+    report, ((distilled, highfi),) = measure_gap(None, backend="bicycle", batched=True,
+                                                 fast=False, **laps)  # fmt: skip
+    assert report["policy"] == report["driver"] == "expert"
+    assert distilled.driver == highfi.driver == "expert"
+    assert distilled.env == "S3Distilled-v0/bicycle"
+    expert_distilled = evaluate_distilled_laps(policy, backend="bicycle", **laps)[0]
+    assert expert_distilled.driver == "expert"
+    assert np.array_equal(distilled.trajectory, expert_distilled.trajectory)
+    grid = lap_grid(["putnam"], ("ice",), (0,))
+    expert_model = evaluate_model([], grid, seed=3, max_steps=40, fast=False, progress=False)[0]
+    assert np.array_equal(highfi.trajectory, expert_model.trajectory)
+    with pytest.raises(ConfigError, match="--backend"):
+        measure_gap(None, batched=True, fast=False, **laps)
+
+
+def test_cli_gap_expert_needs_no_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``s3 gap expert --backend ddm`` passes no policy and the backend through."""
+    import policies.gap as gap
+
+    seen: dict[str, object] = {}
+
+    def fake_measure(policy: Policy | None, **options: object) -> None:
+        seen.update(policy=policy, backend=options["backend"])
+        raise SystemExit(0)
+
+    monkeypatch.setattr(gap, "measure_gap", fake_measure)
+    with pytest.raises(SystemExit):
+        main(["gap", "expert", "--backend", "ddm", "--surfaces", "ice", "--out", "unused"])
+    assert seen == {"policy": None, "backend": "ddm"}
