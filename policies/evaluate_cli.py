@@ -7,7 +7,9 @@ Where the laps run:
   in BeamNG.tech (:func:`policies.evaluate.evaluate_beamng`);
 * ``--simulator model``: every lap one car of one batch of the stand-in's vehicle model,
   in-process (:mod:`policies.evaluate_model`): the same laps and physics, far faster;
-* ``--env distilled``: ``S3Distilled-v0`` on a dynamics backend
+* ``--env distilled``: ``S3Distilled-v0`` on a dynamics backend, every lap one car of one batch
+  per backend (:func:`policies.evaluate_model.evaluate_model` with ``dynamics``); with
+  ``--gif-every``, one lap after another in the env itself, which renders them
   (:func:`policies.evaluate_distilled.evaluate_distilled_laps`).
 """
 
@@ -208,9 +210,11 @@ def _laps(args: argparse.Namespace, named: list, tracks: list[str],
 
     common = dict(seed=args.seed, max_steps=args.max_steps, time_limit_s=args.time_limit)
     fast = not args.reference_physics
+    laps = [Lap(t, s, p) for t in tracks for s, p in conditions]
     if args.simulator == "model":
-        laps = [Lap(t, s, p) for t in tracks for s, p in conditions]
         return evaluate_model(named, laps, expert=not args.no_expert, fast=fast, **common)
+    if args.env == "distilled" and not args.gif_every:
+        return _distilled_laps(args, named, laps, **common)
     surfaces = sorted({s for s, _ in conditions}, key=[s for s, _ in conditions].index)
     patches = sorted({p for _, p in conditions}, key=[p for _, p in conditions].index)
     product = len(conditions) == len(surfaces) * len(patches)
@@ -233,6 +237,22 @@ def _laps(args: argparse.Namespace, named: list, tracks: list[str],
                 for r in rows:
                     r.driver = r.driver if r.driver == EXPERT else name
                 results += rows
+    return results
+
+
+def _distilled_laps(args: argparse.Namespace, named: list, laps: list, **common: Any) -> list:
+    """Every lap in ``S3Distilled-v0``, one batch per backend (the expert in the first batch)."""
+    from policies.evaluate_distilled import lap_backend
+    from policies.evaluate_model import evaluate_model
+
+    by_backend: dict[str, list] = {}
+    for name, policy in named:
+        by_backend.setdefault(args.backend or policy.backend, []).append((name, policy))
+    results = []
+    for k, (backend, group) in enumerate(by_backend.items()):
+        results += evaluate_model(group, laps, expert=k == 0 and not args.no_expert,
+                                  dynamics=lap_backend(backend, args.dynamics_checkpoint),
+                                  **common)  # fmt: skip
     return results
 
 

@@ -3,7 +3,11 @@
 * :func:`evaluate_distilled_laps` drives exactly the laps of
   :func:`policies.evaluate.evaluate_beamng` (same track, surface layouts with the same ice-patch
   placement, standing start, lap task) in the distilled env of any backend, so the two tables
-  compare the distilled and the high-fidelity simulator directly.
+  compare the distilled and the high-fidelity simulator directly. On the CPU without frames it
+  drives them as one batch, every lap and driver one car (the env's core operations on
+  :class:`~gym_s3.sources.BackendCars`, :func:`policies.evaluate_model.run_lap_batch`: the same
+  laps to float32 rounding); with frames (GIFs) or on another device, one lap after another in
+  the env itself.
 * :func:`evaluate_distilled` runs one episode per car in a batch and averages the metrics;
   :func:`evaluate_labels` does that for the scenario pool filtered by each label (hard braking,
   intersections, ...).
@@ -47,7 +51,8 @@ def evaluate_distilled_laps(
     """Laps of ``track`` in ``S3Distilled-v0`` for every surface × ice-patch count.
 
     With ``expert``, the scripted expert drives every lap in the same distilled env too (its row
-    comes first; policy rows carry ``vs_expert``).
+    comes first; policy rows carry ``vs_expert``). Without ``render_every`` on the CPU every lap
+    and driver is one car of one batch; otherwise one lap after another in the env.
 
     Args:
         policy: the policy (its ``obs_mode`` configures the env); ``None``: the scripted expert
@@ -68,9 +73,14 @@ def evaluate_distilled_laps(
     from gym_s3.tracks.lap_layouts import lap_layout
     from gym_s3.tracks.registry import cached_track
 
-    if policy is None and backend is None:
-        raise ConfigError("the scripted expert drives no backend of its own: give backend=")
+    if policy is None and not (expert and backend):
+        raise ConfigError("no policy: the scripted expert alone needs expert=True and backend=")
     backend = backend or policy.backend
+    if not render_every and str(device) == "cpu":
+        return _batched_laps(policy, backend=backend, checkpoint=checkpoint, surfaces=surfaces,
+                             ice_patches=ice_patches, track=track, seed=seed,
+                             max_steps=max_steps, progress=progress, time_limit_s=time_limit_s,
+                             expert=expert)  # fmt: skip
     reference = cached_track(track)
 
     layouts: dict[tuple[str, int], Any] = {}  # kept for the plots
@@ -89,6 +99,29 @@ def evaluate_distilled_laps(
         res.reference = reference
         res.layout = layouts[res.condition["surface"], res.condition["ice_patches"]]
     return results
+
+
+def lap_backend(backend: str, checkpoint: str | None = None) -> tuple[str, Any]:
+    """``(name, DynamicsBackend)`` of the laps: ``checkpoint``, else the shipped one of ``backend``.
+
+    Loaded as ``S3Distilled-v0`` loads it (:func:`gym_s3.envs.backends.resolve_backend`, CPU,
+    float32).
+    """
+    from gym_s3.envs.backends import resolve_backend
+    from gym_s3.envs.config import DistilledConfig
+
+    return backend, resolve_backend(DistilledConfig(backend=backend, checkpoint=checkpoint))
+
+
+def _batched_laps(policy: Policy | None, *, backend: str, checkpoint: str | None,
+                  surfaces: Sequence[str], ice_patches: Sequence[int], track: str, **options: Any
+                  ) -> list[RunResult]:  # fmt: skip
+    """The laps of :func:`evaluate_distilled_laps` as one batch (every lap and driver one car)."""
+    from policies.evaluate_model import evaluate_model, lap_grid
+
+    named = [] if policy is None else [(getattr(policy, "name", "policy"), policy)]
+    return evaluate_model(named, lap_grid([track], surfaces, ice_patches),
+                          dynamics=lap_backend(backend, checkpoint), **options)  # fmt: skip
 
 
 def distilled_lap_env(

@@ -17,6 +17,11 @@ there. The metrics and ``terminated_by`` come from the task's own episode statis
 ``torch.compile`` when ``fast`` (what ``s3 evaluate`` gives the stand-in by default) or the float64
 eager reference physics.
 
+The same batch runs in ``S3Distilled-v0``'s physics when given a dynamics backend
+(``dynamics``): the cars are then :class:`gym_s3.sources.BackendCars`, started as the env's reset
+starts them (no teleport step), and the rows are named ``S3Distilled-v0/<backend>``
+(``s3 evaluate --env distilled``, ``s3 gap``).
+
 Every row of a batch reports the batch's wall-clock time as its ``wall_s``.
 
 Drivers share a batch when they read the same observations: the scripted expert (noise-free,
@@ -47,6 +52,7 @@ __all__ = [
     "lap_grid",
     "run_lap_batch",
     "standin_model",
+    "start_backend_cars",
     "start_model_cars",
 ]
 
@@ -168,8 +174,12 @@ def evaluate_model(
     expert: bool = True,
     fast: bool = True,
     progress: bool = True,
+    dynamics: tuple[str, Any] | None = None,
 ) -> list[RunResult]:
     """Every lap by every driver in the batched vehicle model; policy rows get ``vs_expert``.
+
+    With ``dynamics`` (``(name, DynamicsBackend)``) the same batched laps run in
+    ``S3Distilled-v0``'s physics on that backend instead (:func:`start_backend_cars`).
 
     Args:
         policies: ``(name, policy)`` pairs; the name is the table's driver column.
@@ -182,6 +192,7 @@ def evaluate_model(
         fast: float32 physics through ``torch.compile`` (as the stand-in of ``s3 evaluate``);
             ``False``: the float64 eager reference physics.
         progress: show the steps of each batch and print one line per lap.
+        dynamics: drive the distilled env's backend instead of the stand-in's vehicle model.
 
     Returns:
         per lap, the expert's row first, then the policies' rows in the given order.
@@ -192,8 +203,8 @@ def evaluate_model(
     results = []
     for mode, drivers in groups.items():
         results += run_lap_batch(laps, drivers, obs_mode=mode, seed=seed, max_steps=max_steps,
-                                 time_limit_s=time_limit_s, fast=fast,
-                                 progress=progress)  # fmt: skip
+                                 time_limit_s=time_limit_s, fast=fast, progress=progress,
+                                 dynamics=dynamics)  # fmt: skip
     order = {name: i for i, name in enumerate(n for group in groups.values() for n, _ in group)}
     lap_index = {repr(lap.condition): i for i, lap in enumerate(laps)}
     results.sort(key=lambda r: (lap_index[repr(r.condition)], order[r.driver]))
@@ -213,6 +224,7 @@ def run_lap_batch(
     time_limit_s: float | None,
     fast: bool,
     progress: bool = False,
+    dynamics: tuple[str, Any] | None = None,
 ) -> list[RunResult]:
     """One batch: car ``d * L + l`` is driver ``d`` on lap ``l`` (``L`` laps).
 
@@ -223,8 +235,11 @@ def run_lap_batch(
         seed: patch placement seed of laps without their own.
         max_steps: cap on the steps.
         time_limit_s: lap time limit [s] (default: the lap task's derived limit).
-        fast: float32 compiled physics (else float64 eager).
+        fast: float32 compiled physics (else float64 eager); the vehicle model only.
         progress: show a progress bar of the batch's steps.
+        dynamics: ``(name, DynamicsBackend)``: the cars are ``S3Distilled-v0``'s on that backend
+            (:func:`start_backend_cars`, rows named ``S3Distilled-v0/<name>``) instead of the
+            stand-in's vehicle model.
     """
     from gym_s3.scenarios.pool import PoolConfig, ScenarioPool
     from gym_s3.task import TrackingTask, lap_task
@@ -253,15 +268,20 @@ def run_lap_batch(
     if not bool((pool.scenario_variant[scenario] == scenario).all()):  # pragma: no cover
         raise ConfigError("lap pool: expected one scenario per variant")
     task = TrackingTask(pool, n, lap_task(time_limit_s, obs_mode=obs_mode))
-    cars, ego, obs = start_model_cars(task, scenario, seed=seed, fast=fast)
-    zero = torch.zeros(n, 2, dtype=torch.float32)
+    if dynamics is None:
+        env_name = MODEL_ENV
+        cars, ego, obs = start_model_cars(task, scenario, seed=seed, fast=fast)
+    else:
+        env_name = f"S3Distilled-v0/{dynamics[0]}"
+        cars, ego, obs = start_backend_cars(task, scenario, dynamics[1], seed=seed)
+    wheel_mu = task.wheel_friction(ego)  # read by backend cars only (the model reads its own)
     expert_rows = [d for d, (_, pol) in enumerate(drivers) if pol is None]
     expert = expert_controller(seed, n) if expert_rows else None
     cap = int(task.limit.max()) if max_steps is None else min(int(task.limit.max()), max_steps)
     trace = _Trace(n, cap)
     ended = torch.zeros(n, dtype=torch.bool)
     bar = progress_bar(enabled=progress, transient=True)
-    job = bar.add_task(f"{MODEL_ENV}: {n} cars ({obs_mode} obs)", total=cap)
+    job = bar.add_task(f"{env_name}: {n} cars ({obs_mode} obs)", total=cap)
     bar.start()
     for _ in range(cap):
         action = torch.zeros(n, 2, dtype=torch.float32)
@@ -272,8 +292,9 @@ def run_lap_batch(
                 rows = slice(d * n_laps, (d + 1) * n_laps)
                 action[rows] = torch.as_tensor(pol.act(obs[rows].float())).float().cpu()
         action = action.clamp(-1.0, 1.0)
-        moved = cars.advance(action, task.surfaces, zero)
+        moved = cars.advance(action, task.surfaces, wheel_mu)
         out = task.step(moved.ego, action, fault=moved.fault)
+        wheel_mu = out.info["wheel_mu"]
         trace.record(out.info, out.obs[:, 0], action, out.truncated, ended)
         ended |= out.terminated | out.truncated
         ego, obs = moved.ego, out.obs
@@ -285,12 +306,36 @@ def run_lap_batch(
     results = []
     for car in range(n):
         (name, _), lap = drivers[car // n_laps], laps[car % n_laps]
-        res = trace.result(car, env=MODEL_ENV, condition=lap.condition, driver=name)
+        res = trace.result(car, env=env_name, condition=lap.condition, driver=name)
         res.wall_s = wall
         res.reference = paths[tracks.index(lap.track)]
         res.layout = pool.layouts[lap_variant[car % n_laps]]
         results.append(res)
     return results
+
+
+def start_backend_cars(task: Any, scenario: Tensor, backend: Any, *, seed: int
+                       ) -> tuple[Any, Any, Tensor]:  # fmt: skip
+    """Start every car of ``task`` on ``scenario`` on a dynamics backend, as ``S3Distilled-v0``.
+
+    What :meth:`gym_s3.envs.core.DistilledCore.reset` does for every car: the start pose (the
+    task's start noise drawn from ``seed``), fresh backend states there with the friction under
+    the wheels (learned backends prefill their history), and the first observation.
+
+    Returns:
+        ``(cars, ego, obs)``: the :class:`~gym_s3.sources.BackendCars`, their start state and the
+        first observation ``(N, F)``.
+    """
+    from gym_s3.rows import ResetRows
+    from gym_s3.sources import BackendCars
+
+    n = task.n
+    every = ResetRows(torch.ones(n, dtype=torch.bool, device=task.device))
+    start = task.begin(every, torch.Generator().manual_seed(seed), scenario)
+    mu = task.wheel_friction(start.ego())
+    cars = BackendCars(backend, n, task.device, task.dtype)
+    ego = cars.place(every, start, mu)
+    return cars, ego, task.observe(ego, mu)
 
 
 class _Trace:
