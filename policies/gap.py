@@ -336,11 +336,13 @@ def register(subparsers: Any) -> None:
     """Add ``s3 gap`` to the command line."""
     p = subparsers.add_parser(
         "gap",
-        help="sim-to-sim gap of a policy: the same laps in S3Distilled-v0 and S3BeamNG-v0",
+        help="sim-to-sim gap of a policy or of a backend (driven by the scripted expert): the "
+        "same laps in S3Distilled-v0 and S3BeamNG-v0",
         description="Drive the same laps (track, surface layout, standing start, task) with a "
-        "policy in S3Distilled-v0 on its dynamics backend and in S3BeamNG-v0 (the open stand-in "
-        "unless --beamng), and write gap.json (per condition: both metric sets and the ratio "
-        "high-fidelity / distilled), gap.md and plots of both trajectories and error traces.",
+        "policy (or the scripted expert: 'expert' --backend B) in S3Distilled-v0 on its dynamics "
+        "backend and in S3BeamNG-v0 (the open stand-in unless --beamng), and write gap.json "
+        "(per condition: both metric sets and the ratio high-fidelity / distilled), gap.md and "
+        "plots of both trajectories and error traces.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     from policies.checkpoint import SHIPPED_POLICIES
