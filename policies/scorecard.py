@@ -262,8 +262,9 @@ def register(subparsers: Any) -> None:
                    help="results.json of `s3 evaluate` for the policy trained on BACKEND "
                    "(repeat per backend)")  # fmt: skip
     p.add_argument("--gap", action="append", default=[], metavar="BACKEND=GAP_JSON",
-                   help="gap.json of `s3 gap` for the policy trained on BACKEND: adds the "
-                   "sim-to-sim gap per surface condition (repeat per backend)")  # fmt: skip
+                   help="gap.json of `s3 gap` for the policy trained on BACKEND (or of `s3 "
+                   "gap expert --backend BACKEND`): adds the sim-to-sim gap per surface "
+                   "condition (repeat per backend)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="write scorecard.md/.json here")
     p.set_defaults(func=_run)
 
