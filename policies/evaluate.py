@@ -297,7 +297,7 @@ def beamng_lap_env(
 
 
 def evaluate_beamng(
-    policy: Policy,
+    policy: Policy | None,
     *,
     surfaces: Sequence[str] = ("asphalt", "asphalt_wet", "gravel", "snow", "ice"),
     ice_patches: Sequence[int] = (0, 4),
@@ -318,7 +318,8 @@ def evaluate_beamng(
     policy row carries its ratio to it (``vs_expert``).
 
     Args:
-        policy: the policy (its ``obs_mode`` configures the env).
+        policy: the policy (its ``obs_mode`` configures the env); ``None``: the scripted expert
+            alone (``expert`` must be true).
         surfaces: base surfaces to test.
         ice_patches: numbers of ice patches (0 = none) to test on each surface.
         track: reference track.

@@ -8,7 +8,8 @@ Where the laps run:
 * ``--simulator model``: every lap one car of one batch of the stand-in's vehicle model,
   in-process (:mod:`policies.evaluate_model`): the same laps and physics, far faster;
 * ``--env distilled``: ``S3Distilled-v0`` on a dynamics backend, every lap one car of one batch
-  per backend (:func:`policies.evaluate_model.evaluate_model` with ``dynamics``); with
+  per backend (:func:`policies.evaluate_model.evaluate_model` with ``dynamics``; rows lap by lap,
+  every driver of a lap together, as with ``--simulator model``); with
   ``--gif-every``, one lap after another in the env itself, which renders them
   (:func:`policies.evaluate_distilled.evaluate_distilled_laps`).
 """

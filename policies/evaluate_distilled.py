@@ -74,7 +74,10 @@ def evaluate_distilled_laps(
     from gym_s3.tracks.registry import cached_track
 
     if policy is None and not (expert and backend):
-        raise ConfigError("no policy: the scripted expert alone needs expert=True and backend=")
+        raise ConfigError(
+            "policy=None drives the scripted expert alone: pass expert=True and backend=<name> "
+            "(the expert has no dynamics backend of its own)"
+        )
     backend = backend or policy.backend
     if not render_every and str(device) == "cpu":
         return _batched_laps(policy, backend=backend, checkpoint=checkpoint, surfaces=surfaces,

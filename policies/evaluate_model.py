@@ -40,8 +40,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from gym_s3.errors import ConfigError
+from gym_s3.envs.actions import sanitize_action
+from gym_s3.errors import ActionError, ConfigError
 from gym_s3.progress import progress_bar
+from gym_s3.threads import configure_threads
 from policies.checkpoint import Policy
 from policies.evaluate import METRICS, RunResult, compare_with_expert, print_run, run_end
 
@@ -268,13 +270,14 @@ def run_lap_batch(
     if not bool((pool.scenario_variant[scenario] == scenario).all()):  # pragma: no cover
         raise ConfigError("lap pool: expected one scenario per variant")
     task = TrackingTask(pool, n, lap_task(time_limit_s, obs_mode=obs_mode))
+    configure_threads(device=task.device)  # the envs' thread rule (gym_s3.threads)
     if dynamics is None:
         env_name = MODEL_ENV
         cars, ego, obs = start_model_cars(task, scenario, seed=seed, fast=fast)
+        wheel_mu = torch.ones(n, 4)  # unread: the model reads the friction itself
     else:
         env_name = f"S3Distilled-v0/{dynamics[0]}"
-        cars, ego, obs = start_backend_cars(task, scenario, dynamics[1], seed=seed)
-    wheel_mu = task.wheel_friction(ego)  # read by backend cars only (the model reads its own)
+        cars, ego, obs, wheel_mu = start_backend_cars(task, scenario, dynamics[1], seed=seed)
     expert_rows = [d for d, (_, pol) in enumerate(drivers) if pol is None]
     expert = expert_controller(seed, n) if expert_rows else None
     cap = int(task.limit.max()) if max_steps is None else min(int(task.limit.max()), max_steps)
@@ -283,7 +286,7 @@ def run_lap_batch(
     bar = progress_bar(enabled=progress, transient=True)
     job = bar.add_task(f"{env_name}: {n} cars ({obs_mode} obs)", total=cap)
     bar.start()
-    for _ in range(cap):
+    for step in range(cap):
         action = torch.zeros(n, 2, dtype=torch.float32)
         if expert is not None:
             action = expert.act(ego, task.measure(ego), task).float()
@@ -291,7 +294,14 @@ def run_lap_batch(
             if pol is not None:
                 rows = slice(d * n_laps, (d + 1) * n_laps)
                 action[rows] = torch.as_tensor(pol.act(obs[rows].float())).float().cpu()
-        action = action.clamp(-1.0, 1.0)
+        action, nonfinite = sanitize_action(action)
+        if bool((nonfinite & ~ended).any()):
+            car = int(torch.nonzero(nonfinite & ~ended)[0, 0])
+            raise ActionError(
+                f"driver '{drivers[car // n_laps][0]}' gave a non-finite action on lap "
+                f"{laps[car % n_laps].condition} at step {step}; the envs refuse it too "
+                "(nonfinite_action='raise'): check the policy's weights and observations"
+            )
         moved = cars.advance(action, task.surfaces, wheel_mu)
         out = task.step(moved.ego, action, fault=moved.fault)
         wheel_mu = out.info["wheel_mu"]
@@ -315,16 +325,23 @@ def run_lap_batch(
 
 
 def start_backend_cars(task: Any, scenario: Tensor, backend: Any, *, seed: int
-                       ) -> tuple[Any, Any, Tensor]:  # fmt: skip
+                       ) -> tuple[Any, Any, Tensor, Tensor]:  # fmt: skip
     """Start every car of ``task`` on ``scenario`` on a dynamics backend, as ``S3Distilled-v0``.
 
     What :meth:`gym_s3.envs.core.DistilledCore.reset` does for every car: the start pose (the
     task's start noise drawn from ``seed``), fresh backend states there with the friction under
     the wheels (learned backends prefill their history), and the first observation.
 
+    Args:
+        task: the :class:`~gym_s3.task.TrackingTask` of the N cars.
+        scenario: ``(N,)`` int64 scenario of each car in the task's pool.
+        backend: the :class:`~gym_s3.dynamics.DynamicsBackend` (on the task's device and dtype).
+        seed: seed of the start noise.
+
     Returns:
-        ``(cars, ego, obs)``: the :class:`~gym_s3.sources.BackendCars`, their start state and the
-        first observation ``(N, F)``.
+        ``(cars, ego, obs, wheel_mu)``: the :class:`~gym_s3.sources.BackendCars`, their start
+        state, the first observation ``(N, F)`` and the friction under the wheels ``(N, 4)``
+        (the backend's input at the first step, as the env keeps it).
     """
     from gym_s3.rows import ResetRows
     from gym_s3.sources import BackendCars
@@ -335,7 +352,7 @@ def start_backend_cars(task: Any, scenario: Tensor, backend: Any, *, seed: int
     mu = task.wheel_friction(start.ego())
     cars = BackendCars(backend, n, task.device, task.dtype)
     ego = cars.place(every, start, mu)
-    return cars, ego, task.observe(ego, mu)
+    return cars, ego, task.observe(ego, mu), mu
 
 
 class _Trace:

@@ -235,13 +235,15 @@ def gap_markdown(gaps: Mapping[str, Mapping[str, Any]]) -> str:
     """The sim-to-sim gap per backend and surface condition as Markdown (from ``gap.json``)."""
     from policies.evaluate import describe_condition
 
-    lines = ["Sim-to-sim gap (high-fidelity / distilled; 1 = the distilled env predicted the lap):",
-             "", "| backend | high-fidelity | condition | " + " | ".join(GAP_COLUMNS) + " |",
-             "|---|---|---|" + "---|" * len(GAP_COLUMNS)]  # fmt: skip
+    lines = ["Sim-to-sim gap (high-fidelity / distilled; 1 = the distilled env predicted the lap; "
+             "driver: the backend's policy, or the scripted expert of `s3 gap expert`):",
+             "", "| backend | driver | high-fidelity | condition | " + " | ".join(GAP_COLUMNS)
+             + " |", "|---|---|---|---|" + "---|" * len(GAP_COLUMNS)]  # fmt: skip
     for backend, report in gaps.items():
+        driver = report.get("driver", "policy")
         for run in report["runs"]:
             ratios = [run["ratio"].get(k) for k in GAP_COLUMNS]
-            cells = [backend, report["simulator"], describe_condition(run["condition"])]
+            cells = [backend, driver, report["simulator"], describe_condition(run["condition"])]
             cells += ["-" if v is None else f"{v:.2f}" for v in ratios]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -11,9 +11,14 @@ from policies.checkpoint import Policy, load_policy, save_policy
 from policies.networks import ActorNet, RunningNorm
 
 
-def untrained_policy(folder: Path) -> Policy:
-    """An untrained (seed 0) bicycle policy with 16-16 hidden units, saved to ``folder/pol``."""
+def untrained_policy(folder: Path, obs_mode: str = "default") -> Policy:
+    """An untrained (seed 0) bicycle policy with 16-16 hidden units, saved to ``folder/pol``.
+
+    ``obs_mode="oracle"`` (its observation adds the friction) saves to ``folder/pol_oracle``.
+    """
     torch.manual_seed(0)
-    actor = ActorNet(RunningNorm(observation_size()), observation_size(), (16, 16))
-    path = save_policy(folder / "pol", actor, backend="bicycle", obs_mode="default", training={})
+    size = observation_size(obs_mode)
+    actor = ActorNet(RunningNorm(size), size, (16, 16))
+    stem = "pol" if obs_mode == "default" else f"pol_{obs_mode}"
+    path = save_policy(folder / stem, actor, backend="bicycle", obs_mode=obs_mode, training={})
     return load_policy(path)

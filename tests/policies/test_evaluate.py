@@ -140,7 +140,9 @@ def test_cli_refuses_contradictory_options(policy, tmp_path, capsys, extra, matc
 
 @pytest.mark.parametrize("backend", ["bicycle", "ddm"])
 def test_batched_distilled_laps_are_the_env_laps(policy, backend):
-    """Without frames every lap and driver is one car of one batch; with frames (GIFs) the laps
+    """Batched distilled laps (no frames) are the laps the env drives one by one (GIFs).
+
+    Without frames every lap and driver is one car of one batch; with frames (GIFs) the laps
     run one after another in the env itself. Both drive the same laps: the same trajectories,
     ends and metrics up to float32 rounding (a learned backend's batched matrix products round
     differently), for the expert and the policy, on ice and on asphalt with patches.
@@ -159,6 +161,45 @@ def test_batched_distilled_laps_are_the_env_laps(policy, backend):
         np.testing.assert_allclose(a.actions, b.actions, atol=1e-3)
         assert a.metrics == pytest.approx(b.metrics, rel=1e-3, abs=1e-4)
     assert not np.allclose(batched[0].trajectory, batched[1].trajectory, atol=1e-2)
+
+
+def test_batched_distilled_table_over_two_tracks_and_both_obs_modes_is_the_env_table(
+    policy, tmp_path
+):
+    """Every row of a batched table is the row of its lap driven alone in the env.
+
+    Two tracks (a padded path bank), 0 and 2 patches in one pool, a default and an oracle
+    policy (whose first observation carries the friction under the wheels).
+    """
+    from policies.evaluate_distilled import lap_backend
+    from policies.evaluate_model import Lap, evaluate_model
+
+    oracle = untrained_policy(tmp_path, obs_mode="oracle")
+    laps = [Lap("putnam", "ice", 0), Lap("procedural:201", "asphalt", 2)]
+    rows = evaluate_model([("policy", policy), ("oracle", oracle)], laps, max_steps=40,
+                          progress=False, dynamics=lap_backend("ddm"))  # fmt: skip
+    assert [(r.driver, r.condition["track"]) for r in rows] == [
+        (d, lap.track) for lap in laps for d in ("expert", "policy", "oracle")]  # fmt: skip
+    for row in rows:
+        driver = {"policy": policy, "oracle": oracle}.get(row.driver)
+        alone = evaluate_distilled_laps(
+            driver if driver is not None else policy, backend="ddm", track=row.condition["track"],
+            surfaces=(row.condition["surface"],), ice_patches=(row.condition["ice_patches"],),
+            max_steps=40, render_every=41, progress=False, expert=driver is None,
+        )[0]  # fmt: skip
+        assert alone.driver == ("expert" if driver is None else "policy")
+        np.testing.assert_allclose(row.trajectory, alone.trajectory, atol=1e-3)
+        assert row.metrics == pytest.approx(alone.metrics, rel=1e-3, abs=1e-4)
+
+
+def test_a_non_finite_action_in_a_batched_table_names_the_driver_and_lap(policy):
+    """A policy that outputs NaN is refused as the envs refuse it, naming driver and lap."""
+    from gym_s3.errors import ActionError
+
+    policy.act = lambda obs: torch.full((obs.shape[0], 2), float("nan"))
+    with pytest.raises(ActionError, match="driver 'policy' gave a non-finite action on lap"):
+        evaluate_distilled_laps(policy, surfaces=("asphalt",), ice_patches=(0,), max_steps=5,
+                                progress=False)  # fmt: skip
 
 
 def test_label_sets_run_in_the_standin_from_the_same_pool(policy):

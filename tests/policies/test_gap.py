@@ -52,7 +52,8 @@ def test_gap_drives_the_same_lap_in_both_simulators_and_writes_the_ratio(policy,
     assert "open stand-in" in md and "| snow +2 ice |" in md
     assert (tmp_path / "gap" / "gap_snow_p2.png") in files
     card = gap_markdown({"bicycle": saved})
-    assert "| bicycle | open stand-in" in card and f"{run['ratio']['cte_mean']:.2f}" in card
+    assert "| bicycle | policy | open stand-in" in card
+    assert f"{run['ratio']['cte_mean']:.2f}" in card
 
 
 def test_gap_metrics_lap_time_only_for_completed_laps_and_progress_at_120_s(policy):
@@ -180,6 +181,7 @@ def test_the_expert_gap_drives_the_scripted_expert_on_both_sides(policy):
     assert np.array_equal(highfi.trajectory, expert_model.trajectory)
     with pytest.raises(ConfigError, match="--backend"):
         measure_gap(None, batched=True, fast=False, **laps)
+    assert "| bicycle | expert | open stand-in" in gap_markdown({"bicycle": report})
 
 
 def test_cli_gap_expert_needs_no_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
