@@ -136,8 +136,8 @@ def _register_train(subparsers: Any) -> None:
     p.add_argument("--reward", nargs="+", default=None, metavar="TERM=VALUE",
                    help="reward weights that differ from the preset's, e.g. "
                    "'precision=0.5 precision_width=0.1' (the other terms keep the preset's "
-                   "weights; the ddm and trans presets set precision=0.25); terms and the env's "
-                   "defaults: "
+                   "weights; the ddm, trans and dytr presets set precision=0.25); terms and "
+                   "the env's defaults: "
                    + ", ".join(f"{k}={v:g}" for k, v in weights.to_dict().items())
                    + " (units: gym_s3.rewards.RewardWeights)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -79,8 +79,8 @@ class PPOConfig:
             recipe table), so it is off in every preset [-].
         max_episode_steps: episode length in the distilled env [steps of 50 ms] (30 s).
         reward: weights of the reward terms (:class:`~gym_s3.rewards.RewardWeights`; the env's
-            default, except ``precision=0.25`` in the ``ddm`` and ``trans`` presets; single
-            weights with ``s3 train --reward precision=0.5``).
+            default, except ``precision=0.25`` in the ``ddm``, ``trans`` and ``dytr`` presets;
+            single weights with ``s3 train --reward precision=0.5``).
         tracks: scenario-pool tracks.
         layouts_per_track: surface layouts per track.
         pool: surface distribution of the scenario pool, one of :data:`POOL_NAMES`
@@ -300,16 +300,18 @@ _LEARNED = replace(_BASE, total_frames=48_000_000)
 #: The precision bonus paid at pace (``precision=0.25``): two ddm seeds cut the snow and ice
 #: tracking error by a quarter to a half on the validation circuits 301-303 and on the 56
 #: held-out laps, and passed 37 and 40 of those laps strictly against 36 and 39; one trans seed
-#: 35 against 33 and snow 0.08 m against 0.12 m (README, recipe table). Not adopted for dytr
-#: and oracle: one seed each tied (dytr: 54 laps and 37 strict, as before) or completed fewer
-#: laps (oracle: 53 against 56).
+#: 35 against 33 and snow 0.08 m against 0.12 m (README, recipe table). Alone it was not adopted
+#: for dytr and oracle: one seed each tied (dytr: 54 laps and 37 strict, as before) or completed
+#: fewer laps (oracle: 53 against 56); dytr has it since this release, with the pool change
+#: (the ``dytr`` preset below).
 _PRECISE = replace(_LEARNED, reward=RewardWeights(precision=0.25))
 #: Six PPO epochs per batch instead of three (24 gradient steps per 65,536 frames, not 12): two
 #: ddm seeds passed 19 and 20 of the 24 validation laps strictly (three epochs: 18 and 19) and
 #: 40 and 46 of the 56 held-out acceptance laps (37 and 40), completing 54 and 56 laps (55 and
 #: 56), with dry tracking 0.01 m and snow 0.03-0.04 m; two trans seeds 20 and 17 of 24 (three
 #: epochs: 16 and 16) and 42 and 35 of 56 (three epochs, one seed: 35), completing 55 and 56
-#: laps (54) (README, recipe table). One dytr seed tied, not adopted there. 1,413-1,490 s of
+#: laps (54) (README, recipe table). One dytr seed tied (alone; adopted with the pool change
+#: since, see the ``dytr`` preset). 1,413-1,490 s of
 #: ddm training and 1,871-2,147 s of trans beside two or three other jobs. The single-seed ddm
 #: and trans policies shipped before the ensembles were seed 1: ddm seed 0 stalls on Putnam Park
 #: with four ice patches and fails the release check (``tests/policies/test_shipped_policies.py``),
@@ -355,6 +357,15 @@ _NARROW_RESTARTS: dict[str, Any] = {
 #: ``ddm_restarts`` seeds there: over the 288 laps of the ship rule 285 completed and 241 strict
 #: against 275 and 227.
 _SLOW_STARTS: dict[str, Any] = {"pool": "default_ice", "slow_start_weight": 10.0}
+#: The ``dytr`` recipe since this release is the whole ``ddm_slow_starts`` recipe on its own backend
+#: (precision bonus, six epochs, standing starts within 1.0 m / 0.4 rad, towns 0-5, full-ice laps,
+#: walking-pace corners drawn 11 times as often). Seeds 0 and 1 failed 1 and 0 of the 48-lap stall
+#: set where the previous recipe's seeds failed 20 and 8, and passed 62 and 61 of the 80 laps
+#: strictly (54 and 55); their ensemble with seed 2 completed 286 of the 288 laps of the ship rule
+#: and passed 249 strictly, against 277 and 168 for the ensemble it replaced (README, walking-pace
+#: corners). 1,921-1,926 s per seed, two side by side. Earlier, the precision bonus alone and six
+#: epochs alone (one seed each) tied, and the pool change alone (three epochs, no bonus) lost
+#: 10-15 strict laps.
 #: Named presets: one per backend (the policy the paper trains on it), the oracle policy, the
 #: second recipe of the shipped ``ddm`` ensemble (``ddm_slow_starts``) and the one it replaced
 #: (``ddm_restarts``).
@@ -366,7 +377,7 @@ PRESETS: dict[str, PPOConfig] = {
         _PRECISE, backend="ddm", **_SIX_EPOCHS, **_NARROW_RESTARTS, **_SLOW_STARTS
     ),
     "trans": replace(_PRECISE, backend="trans", **_SIX_EPOCHS, **_RESTARTS),
-    "dytr": replace(_LEARNED, backend="dytr"),
+    "dytr": replace(_PRECISE, backend="dytr", **_SIX_EPOCHS, **_NARROW_RESTARTS, **_SLOW_STARTS),
     "oracle": replace(_LEARNED, backend="dytr", obs_mode="oracle", **_SIX_EPOCHS),
     # a few seconds on a laptop: smoke tests and CI
     "tiny": replace(
