@@ -42,8 +42,8 @@ def _register_train(subparsers: Any) -> None:
         choices=sorted(PRESETS),
         help="named settings: one per dynamics backend, 'oracle', 'ddm_slow_starts' (the "
         "recipe of four of the shipped ddm ensemble's nine members: standing starts, towns 0-5, "
-        "full-ice laps and walking-pace corners drawn 11x as often), 'ddm_restarts' (the "
-        "standing-start recipe they replaced), 'tiny' (smoke test)",
+        "full-ice laps and walking-pace corners drawn 11x as often; 'dytr' is that recipe on "
+        "dytr), 'ddm_restarts' (the standing-start recipe they replaced), 'tiny' (smoke test)",
     )
     p.add_argument(
         "--out",
