@@ -29,6 +29,7 @@ import numpy as np
 
 from gym_s3.errors import ConfigError
 from gym_s3.spec import CONTROL_DT_S
+from policies.expert_driver import EXPERT
 
 if TYPE_CHECKING:  # the evaluation (torch) is imported only when a gap is measured
     from policies.evaluate import RunResult
@@ -121,10 +122,6 @@ def ends_line(ends: dict[str, Any]) -> str:
     return line
 
 
-#: The driver name of :func:`measure_gap` and ``s3 gap`` for the scripted expert.
-EXPERT_DRIVER = "expert"
-
-
 def measure_gap(
     policy: Any | None,
     *,
@@ -191,8 +188,8 @@ def measure_gap(
         highfi = evaluate_beamng(policy, standin=standin, fast=fast, **laps, **sim_options)
     pairs = list(zip(distilled, highfi, strict=True))
     report = {
-        "policy": EXPERT_DRIVER if expert else str(getattr(policy, "path", "")),
-        "driver": EXPERT_DRIVER if expert else "policy",
+        "policy": EXPERT if expert else str(getattr(policy, "path", "")),
+        "driver": EXPERT if expert else "policy",
         "backend": backend or policy.backend,
         "distilled": distilled[0].env if distilled else None,
         "highfi": highfi[0].env if highfi else None,
@@ -348,7 +345,7 @@ def register(subparsers: Any) -> None:
     from policies.checkpoint import SHIPPED_POLICIES
 
     p.add_argument("policy", help=f"shipped policy ({', '.join(SHIPPED_POLICIES)}), checkpoint "
-                   f"path (.json sidecar or stem), or '{EXPERT_DRIVER}': the scripted expert "
+                   f"path (.json sidecar or stem), or '{EXPERT}': the scripted expert "
                    "drives, which measures the gap of the dynamics backend itself on the "
                    "expert's own driving (needs --backend)")  # fmt: skip
     from policies.lap_options import add_beamng_options, add_lap_options
@@ -381,7 +378,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.tracks and args.track != "putnam":
         raise ConfigError("give the tracks with --tracks or one track with --track, not both")
     tracks = csv_list(args.tracks, str) if args.tracks else [args.track]
-    policy = None if args.policy == EXPERT_DRIVER else resolve_policy(args.policy)[1]
+    policy = None if args.policy == EXPERT else resolve_policy(args.policy)[1]
     sim = beamng_options(args, active=args.beamng, how="--beamng")
     report, pairs = measure_gap_tracks(
         policy, tracks, surfaces=csv_list(args.surfaces, str),
