@@ -84,7 +84,8 @@ def _register_train(subparsers: Any) -> None:
         "max_episode_steps": "episode length [steps of 50 ms]",
         "pool": "surface distribution of the scenario pool: all_surfaces (every surface, "
         "full-ice/snow laps, ice at corners, asphalt->ice transitions), default (mostly dry) or "
-        "default_ice (default with full-ice laps in 15 %% of the layouts)",
+        "default_ice (default with full-ice laps in 15 %% of the layouts) or ice_transitions "
+        "(default_ice with ice->dry->ice and dry->ice->dry laps in 15 %% of the layouts)",
         "start_from_rest": "share of episodes starting at standstill [0..1]",
         "start_lateral_m": "start lateral offset from the line, U(-x, x) [m]",
         "start_heading_rad": "start heading error, U(-x, x) [rad]",

@@ -20,7 +20,7 @@ from gym_s3.errors import ConfigError
 from gym_s3.rewards import RewardWeights
 
 #: Names of the training pools (:data:`policies.pools.TRAINING_POOLS`).
-POOL_NAMES: tuple[str, ...] = ("all_surfaces", "default", "default_ice")
+POOL_NAMES: tuple[str, ...] = ("all_surfaces", "default", "default_ice", "ice_transitions")
 
 
 #: Bounds of the actor's log standard deviation (pre-squash), applied in

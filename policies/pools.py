@@ -5,7 +5,10 @@ full-ice and full-snow laps, ice patches where they hurt (braking zones, apexes 
 corners), and long asphalt -> ice -> asphalt stretches. ``default`` is the env's default
 distribution (mostly dry asphalt, a few patches anywhere); ``default_ice`` is that with full-ice
 laps mixed in (15 % of the layouts): the default pool has patches of ice but no lap on it, so no
-hairpin braking zone on ice.
+hairpin braking zone on ice. ``ice_transitions`` is ``default_ice`` with friction transitions in
+both directions (15 % of the layouts): ice laps with one long dry stretch (ice -> dry -> ice, the
+car gathers speed on the dry stretch and must shed it before the ice corners) and dry laps with one
+long full-width stretch of ice (dry -> ice -> dry).
 """
 
 from __future__ import annotations
@@ -38,9 +41,29 @@ ALL_SURFACES = LayoutMix(
 #: The env's default distribution with full-ice laps in 15 % of the layouts.
 DEFAULT_WITH_ICE = LayoutMix(options=(DEFAULT_LAYOUT, LayoutConfig(base=("ice",))),
                              weights=(0.85, 0.15))  # fmt: skip
+
+
+def _transition(base: tuple[str, ...], stretch: str) -> LayoutConfig:
+    """Layouts on ``base`` with one long full-width stretch of ``stretch``."""
+    band = PatchConfig(count=(1, 1), length_m=(150.0, 400.0), coverage=(1.0, 1.0), surface=stretch)
+    return LayoutConfig(base=base, patches=band)
+
+
+#: ``default_ice`` with transitions both ways: ice -> dry -> ice and dry -> ice -> dry laps.
+ICE_TRANSITIONS = LayoutMix(
+    options=(
+        DEFAULT_LAYOUT,
+        LayoutConfig(base=("ice",)),  # full-ice laps
+        _transition(("ice",), "asphalt"),  # ice lap with a dry stretch
+        _transition(("ice",), "asphalt_wet"),
+        _transition(("asphalt", "asphalt_wet", "gravel", "snow"), "ice"),  # dry lap, ice stretch
+    ),
+    weights=(0.70, 0.15, 0.05, 0.025, 0.075),
+)
 #: Surface distributions of the training pool (``PPOConfig.pool``).
 TRAINING_POOLS: dict[str, LayoutConfig | LayoutMix] = {
     "all_surfaces": ALL_SURFACES,
     "default": DEFAULT_LAYOUT,
     "default_ice": DEFAULT_WITH_ICE,
+    "ice_transitions": ICE_TRANSITIONS,
 }

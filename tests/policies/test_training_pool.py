@@ -48,6 +48,30 @@ def test_default_ice_pool_is_the_default_with_full_ice_laps_mixed_in():
     assert max(len(lay.bands) for lay in rest) == DEFAULT_LAYOUT.patches.count[1]
 
 
+def test_ice_transitions_pool_has_transitions_both_ways():
+    """400 draws on Putnam: ice laps with a long dry stretch and dry laps with a long ice stretch.
+
+    Each direction in 5-12 % of the layouts (7.5 % drawn), every stretch full width and 150-400 m
+    long; full-ice laps stay at default_ice's 15 % (+-5).
+    """
+    putnam = cached_track("putnam")
+    rng = np.random.default_rng(2)
+    layouts = [sample_layout(putnam, TRAINING_POOLS["ice_transitions"], rng) for _ in range(400)]
+
+    def stretches(lay):
+        return [b for b in lay.bands if b.length >= 150.0 and b.d_max - b.d_min >= 8.9]
+
+    ice_to_dry = [lay for lay in layouts if lay.base == "ice" and stretches(lay)]
+    dry_to_ice = [lay for lay in layouts if lay.base != "ice" and stretches(lay)]
+    assert all(b.surface in ("asphalt", "asphalt_wet") for lay in ice_to_dry for b in lay.bands)
+    assert all(b.surface == "ice" for lay in dry_to_ice for b in stretches(lay))
+    assert 0.05 < len(ice_to_dry) / len(layouts) < 0.12
+    assert 0.05 < len(dry_to_ice) / len(layouts) < 0.12
+    assert all(b.length <= 400.0 for lay in ice_to_dry + dry_to_ice for b in stretches(lay))
+    full_ice = [lay for lay in layouts if lay.base == "ice" and not lay.bands]
+    assert 0.10 < len(full_ice) / len(layouts) < 0.20
+
+
 def test_ppo_env_gets_the_pool_and_noise_when_asked_and_not_by_default():
     """The pool, friction noise and standing starts when asked; none of them by default.
 
