@@ -83,9 +83,10 @@ def _register_train(subparsers: Any) -> None:
         "driving; none: learned freely [-]",
         "max_episode_steps": "episode length [steps of 50 ms]",
         "pool": "surface distribution of the scenario pool: all_surfaces (every surface, "
-        "full-ice/snow laps, ice at corners, asphalt->ice transitions), default (mostly dry) or "
+        "full-ice/snow laps, ice at corners, asphalt->ice transitions), default (mostly dry), "
         "default_ice (default with full-ice laps in 15 %% of the layouts) or ice_transitions "
-        "(default_ice with ice->dry->ice and dry->ice->dry laps in 15 %% of the layouts)",
+        "(experimental, in no preset: default 70 %%, full ice 15 %%, ice laps with a long asphalt "
+        "stretch 7.5 %%, asphalt/wet/gravel/snow laps with a long ice stretch 7.5 %%)",
         "start_from_rest": "share of episodes starting at standstill [0..1]",
         "start_lateral_m": "start lateral offset from the line, U(-x, x) [m]",
         "start_heading_rad": "start heading error, U(-x, x) [rad]",

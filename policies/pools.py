@@ -5,10 +5,11 @@ full-ice and full-snow laps, ice patches where they hurt (braking zones, apexes 
 corners), and long asphalt -> ice -> asphalt stretches. ``default`` is the env's default
 distribution (mostly dry asphalt, a few patches anywhere); ``default_ice`` is that with full-ice
 laps mixed in (15 % of the layouts): the default pool has patches of ice but no lap on it, so no
-hairpin braking zone on ice. ``ice_transitions`` is ``default_ice`` with friction transitions in
-both directions (15 % of the layouts): ice laps with one long dry stretch (ice -> dry -> ice, the
-car gathers speed on the dry stretch and must shed it before the ice corners) and dry laps with one
-long full-width stretch of ice (dry -> ice -> dry). It is in no preset: two ``dytr`` seeds
+hairpin braking zone on ice. ``ice_transitions`` adds friction transitions in both directions:
+the default distribution in 70 % of the layouts, full-ice laps in 15 % (as ``default_ice``), ice
+laps with one long asphalt or wet-asphalt stretch in 7.5 % (the car gathers speed on the stretch
+and must shed it before the ice corners) and asphalt, wet-asphalt, gravel or snow laps with one long
+full-width stretch of ice in 7.5 %. It is in no preset: two ``dytr`` seeds
 trained on it failed 15 and 17 of the 48-lap town stall set where the shipped recipe's seeds
 failed 1 and 0 (README, friction transitions both ways in the pool).
 """

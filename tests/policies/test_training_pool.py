@@ -65,6 +65,7 @@ def test_ice_transitions_pool_has_transitions_both_ways():
     dry_to_ice = [lay for lay in layouts if lay.base != "ice" and stretches(lay)]
     assert all(b.surface in ("asphalt", "asphalt_wet") for lay in ice_to_dry for b in lay.bands)
     assert all(b.surface == "ice" for lay in dry_to_ice for b in stretches(lay))
+    assert {lay.base for lay in dry_to_ice} <= {"asphalt", "asphalt_wet", "gravel", "snow"}
     assert 0.05 < len(ice_to_dry) / len(layouts) < 0.12
     assert 0.05 < len(dry_to_ice) / len(layouts) < 0.12
     assert all(b.length <= 400.0 for lay in ice_to_dry + dry_to_ice for b in stretches(lay))
