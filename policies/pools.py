@@ -9,9 +9,9 @@ hairpin braking zone on ice. ``ice_transitions`` adds friction transitions in bo
 the default distribution in 70 % of the layouts, full-ice laps in 15 % (as ``default_ice``), ice
 laps with one long asphalt or wet-asphalt stretch in 7.5 % (the car gathers speed on the stretch
 and must shed it before the ice corners) and asphalt, wet-asphalt, gravel or snow laps with one long
-full-width stretch of ice in 7.5 %. It is in no preset: two ``dytr`` seeds
-trained on it failed 15 and 17 of the 48-lap town stall set where the shipped recipe's seeds
-failed 1 and 0 (README, friction transitions both ways in the pool).
+full-width stretch of ice in 7.5 %. It is in no preset: four ``dytr`` seeds
+trained on it failed 15, 17, 7 and 4 of the 48-lap town stall set where the shipped recipe's
+seeds failed 1, 0 and 3 (README, friction transitions both ways in the pool).
 """
 
 from __future__ import annotations
