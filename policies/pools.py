@@ -19,6 +19,16 @@ from __future__ import annotations
 from gym_s3.envs.config import DEFAULT_LAYOUT
 from gym_s3.tracks.layouts import LayoutConfig, LayoutMix, PatchConfig
 
+
+def _transition(base: tuple[str, ...], stretch: str) -> LayoutConfig:
+    """Layouts on ``base`` with one long (150-400 m) full-width stretch of ``stretch``."""
+    band = PatchConfig(count=(1, 1), length_m=(150.0, 400.0), coverage=(1.0, 1.0), surface=stretch)
+    return LayoutConfig(base=base, patches=band)
+
+
+#: Full-ice laps.
+_FULL_ICE = LayoutConfig(base=("ice",))
+
 #: Every surface the policies must hold on, in the shares a training pool draws them.
 ALL_SURFACES = LayoutMix(
     options=(
@@ -27,36 +37,25 @@ ALL_SURFACES = LayoutMix(
             base=("asphalt", "asphalt_wet", "gravel", "dirt"), patches=PatchConfig(count=(0, 2))
         ),  # fmt: skip
         LayoutConfig(base=("snow",)),  # full-snow laps
-        LayoutConfig(base=("ice",)),  # full-ice laps
+        _FULL_ICE,
         # ice where it hurts: braking zones, apexes, exits
         LayoutConfig(
             base=("asphalt", "asphalt_wet", "gravel", "dirt", "snow"),
             patches=PatchConfig(count=(3, 6), placement="corners"),
         ),  # fmt: skip
         # asphalt -> ice -> asphalt: one long full-width stretch of ice
-        LayoutConfig(
-            base=("asphalt", "asphalt_wet"),
-            patches=PatchConfig(count=(1, 1), length_m=(150.0, 400.0), coverage=(1.0, 1.0)),
-        ),  # fmt: skip
+        _transition(("asphalt", "asphalt_wet"), "ice"),
     ),
     weights=(0.25, 0.15, 0.2, 0.25, 0.15),
 )
 #: The env's default distribution with full-ice laps in 15 % of the layouts.
-DEFAULT_WITH_ICE = LayoutMix(options=(DEFAULT_LAYOUT, LayoutConfig(base=("ice",))),
-                             weights=(0.85, 0.15))  # fmt: skip
+DEFAULT_WITH_ICE = LayoutMix(options=(DEFAULT_LAYOUT, _FULL_ICE), weights=(0.85, 0.15))
 
-
-def _transition(base: tuple[str, ...], stretch: str) -> LayoutConfig:
-    """Layouts on ``base`` with one long full-width stretch of ``stretch``."""
-    band = PatchConfig(count=(1, 1), length_m=(150.0, 400.0), coverage=(1.0, 1.0), surface=stretch)
-    return LayoutConfig(base=base, patches=band)
-
-
-#: ``default_ice`` with transitions both ways: ice -> dry -> ice and dry -> ice -> dry laps.
+#: Default 70 %, full ice 15 % (as ``default_ice``), and transitions both ways 15 %.
 ICE_TRANSITIONS = LayoutMix(
     options=(
         DEFAULT_LAYOUT,
-        LayoutConfig(base=("ice",)),  # full-ice laps
+        _FULL_ICE,
         _transition(("ice",), "asphalt"),  # ice lap with a dry stretch
         _transition(("ice",), "asphalt_wet"),
         _transition(("asphalt", "asphalt_wet", "gravel", "snow"), "ice"),  # dry lap, ice stretch
