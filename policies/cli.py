@@ -105,6 +105,10 @@ def _register_train(subparsers: Any) -> None:
         "action_delay": "longest per-episode actuator delay U{0..x} [steps of 50 ms]",
         "init_policy": "policy checkpoint (.json) to start from: its actor and observation "
         "normaliser (fine-tuning, curriculum stages); none: fresh networks",
+        "imitation": "weight of the expert-imitation term: the squared distance of the "
+        "policy's deterministic action from the noise-free scripted expert's at the states its "
+        "own rollouts visit, added to the PPO loss (DAgger labels inside PPO; CPU only; 0: "
+        "plain PPO) [-]",
         "critic_warmup": "first iterations that train only the critic, actor weights frozen "
         "(use with --init-policy) [iterations]",
         "eval_every": "every N iterations, evaluate the policy on held-out tracks (preset "

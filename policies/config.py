@@ -113,6 +113,10 @@ class PPOConfig:
         init_policy: policy checkpoint whose actor and observation normaliser the run starts
             from (a curriculum stage: fine-tune a policy of the default pool on ``all_surfaces``);
             ``None``: fresh networks. Its observation mode and network shape must match.
+        imitation: weight of the expert-imitation term (:mod:`policies.imitation`): the squared
+            distance of the actor's deterministic action from the noise-free scripted expert's
+            at the states of the policy's own rollouts, added to the PPO loss (0: plain PPO;
+            CPU, one process) [-].
         critic_warmup: first iterations that train only the critic while the actor's weights stay
             as loaded (the shared normaliser keeps updating): a fine-tune from ``init_policy``
             starts with a fresh critic whose advantages would otherwise push the actor around
@@ -174,6 +178,7 @@ class PPOConfig:
     obs_noise: float = 0.0
     action_delay: int = 0
     init_policy: str | None = None
+    imitation: float = 0.0
     critic_warmup: int = 0
     scenarios: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
@@ -226,6 +231,13 @@ class PPOConfig:
             raise ConfigError(f"hidden must list layer widths >= 1, got {self.hidden!r}")
         if not self.obs_noise >= 0:
             raise ConfigError(f"obs_noise must be >= 0, got {self.obs_noise}")
+        if not self.imitation >= 0:
+            raise ConfigError(f"imitation must be >= 0 (a loss weight), got {self.imitation}")
+        if self.imitation > 0 and not str(self.device).startswith("cpu"):
+            raise ConfigError(
+                f"imitation runs the scripted expert, which drives CPU tensors; got device "
+                f"{self.device!r}: train with --device cpu or --imitation 0"
+            )
         if int(self.critic_warmup) < 0:
             raise ConfigError(f"critic_warmup must be >= 0 [iterations], got {self.critic_warmup}")
         if int(self.action_delay) < 0:

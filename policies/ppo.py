@@ -34,6 +34,7 @@ from torch import Tensor
 from gym_s3 import checkpoints, distributed
 from gym_s3._optional import require
 from gym_s3.distributed import DistContext
+from gym_s3.errors import ConfigError
 from gym_s3.progress import progress_bar
 from gym_s3.spec import observation_size
 from policies.checkpoint import init_actor_from, save_policy
@@ -77,7 +78,9 @@ class TrainResult:
 def make_train_env(config: PPOConfig):
     """The TorchRL environment of the run (native ``EnvBase`` over ``S3Distilled-v0``).
 
-    With ``config.obs_noise`` the observations the actor and critic see carry Gaussian noise
+    With ``config.imitation`` every observation comes with the scripted expert's action there
+    (:class:`policies.imitation.ExpertLabels`, key ``expert_action``). With ``config.obs_noise``
+    the observations the actor and critic see carry Gaussian noise
     (:class:`policies.robustness.ObservationNoise`); with ``config.action_delay`` the env
     applies each car's actions a few steps late (:class:`policies.robustness.ActionDelay`).
     """
@@ -85,6 +88,10 @@ def make_train_env(config: PPOConfig):
 
     env = make_torchrl_env(num_envs=config.num_envs, **config.env_kwargs())
     transforms = []
+    if config.imitation > 0:  # first: it reads the cars before any transform touches the data
+        from policies.imitation import ExpertLabels
+
+        transforms.append(ExpertLabels(config.seed))
     if config.obs_noise > 0:
         from policies.robustness import ObservationNoise
 
@@ -230,6 +237,11 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
     main = ctx.is_main
     if main:
         out.mkdir(parents=True, exist_ok=True)
+    if ctx.enabled and config.imitation > 0:
+        raise ConfigError(
+            "imitation (the scripted expert's labels) runs in one process: its gradient does not "
+            "pass through DistributedDataParallel; train without torchrun or with --imitation 0"
+        )
     local = _rank_config(config, ctx)
     torch.manual_seed(local.seed)
     env = make_train_env(local)
@@ -282,7 +294,8 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
             if config.critic_warmup and iteration == config.critic_warmup + 1:
                 for param in actor_net.parameters():  # fresh Adam moments: no jolt at hand-over
                     optim.state.pop(param, None)
-            stats = _update(config, data, advantage, loss_fn, optim, ctx, critic_only=warmup)
+            stats = _update(config, data, advantage, loss_fn, optim, ctx, critic_only=warmup,
+                            actor_net=actor_net)  # fmt: skip
             update_norms(actor_net, critic_net, data["observation"], ctx)
             if config.final_std is not None and not warmup:  # the actor stays as loaded
                 done_frac = min(frames / config.total_frames, 1.0)
@@ -385,28 +398,47 @@ def update_autocast(config: PPOConfig, device_type: str) -> torch.autocast:
 
 
 def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext | None = None,
-            *, critic_only: bool = False) -> dict[str, float]:  # fmt: skip
+            *, critic_only: bool = False, actor_net: ActorNet | None = None
+            ) -> dict[str, float]:  # fmt: skip
     """GAE on the batch, then ``epochs`` passes of minibatch PPO updates (this rank's losses).
 
     With ``critic_only`` (the warm-up of a fine-tune) only the value loss is minimised: the
     actor's terms enter with weight 0, so its gradients are zero (DDP still sees every
     parameter used) and Adam, whose moments start at zero, leaves it as it is.
+    With ``config.imitation`` the actor's terms include ``imitation`` times the squared distance
+    of ``actor_net``'s deterministic action from the expert's labels (:mod:`policies.imitation`).
     Ranks have equal frame counts, hence equal minibatch counts: DDP's all-reduces pair up.
     """
     ctx = ctx or DistContext()
     with torch.no_grad():
         advantage(data)
-    flat = data.reshape(-1).select(*_loss_inputs(loss_fn))  # minibatches copy only these
+    imitate = config.imitation > 0
+    if imitate:
+        from policies.imitation import EXPERT_ACTION, imitation_loss
+
+        if actor_net is None:
+            raise ValueError("_update with config.imitation > 0 needs actor_net")
+    keys = _loss_inputs(loss_fn) + ([EXPERT_ACTION] if imitate else [])
+    flat = data.reshape(-1).select(*keys)  # minibatches copy only these
     sums: dict[str, float] = {"loss_objective": 0.0, "loss_critic": 0.0, "loss_entropy": 0.0}
+    if imitate:
+        sums["loss_imitation"] = 0.0
     steps = 0
     params = list(loss_fn.parameters())
     actor_weight = 0.0 if critic_only else 1.0
     for _ in range(config.epochs):
         perm = torch.randperm(flat.shape[0], device=flat.device)
         for idx in perm.split(config.minibatch_size):
+            minibatch = flat[idx]
             with update_autocast(config, flat.device.type):
-                losses = minibatch_loss(loss_fn, flat[idx], ctx)
+                losses = minibatch_loss(loss_fn, minibatch, ctx)
+                if imitate:
+                    losses["loss_imitation"] = imitation_loss(
+                        actor_net, minibatch["observation"], minibatch[EXPERT_ACTION]
+                    )
             actor_terms = losses["loss_objective"] + losses["loss_entropy"]
+            if imitate:
+                actor_terms = actor_terms + config.imitation * losses["loss_imitation"]
             total = losses["loss_critic"] + actor_weight * actor_terms
             optim.zero_grad(set_to_none=True)
             total.backward()

@@ -1,0 +1,114 @@
+"""The scripted expert as a teacher inside PPO (``PPOConfig.imitation``, ``s3 train --imitation``).
+
+The policy still learns only in ``S3Distilled-v0`` and still by PPO; this adds one auxiliary
+term. At every state the policy's own rollouts visit, the noise-free scripted expert (the driver
+of the distillation data, :func:`policies.expert_driver.expert_controller`) says what it would do
+there, reading the same cars and the same task as the env (:class:`ExpertLabels`). The actor's
+deterministic action ``tanh(loc)`` is pulled towards that label by a squared error weighted by
+``imitation`` (:func:`imitation_loss`), next to the clipped PPO objective. Because the labels
+come from the states the policy itself reaches, including its own mistakes, this is the DAgger
+idea (Ross et al., 2011) folded into PPO as a regulariser, as in DAPG (Rajeswaran et al., 2018).
+
+Why: the strict lap bar is relative to this expert (mean cross-track error within 1.5x of its
+own), the expert tracks ice at 1-3 cm in the distilled env as in the high-fidelity one, and PPO
+alone tunes its mean action for its exploration noise and leaves 2-5x the expert's error on
+ice (README, "Ice: the policy, not the distilled model, sets the floor"). The expert reads the
+friction under the wheels, which a ``default`` policy does not see; the PPO term keeps what the
+label cannot teach.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from torch import Tensor
+from torchrl.data import Unbounded
+from torchrl.envs import Transform
+
+#: Key of the expert's action ``(N, 2)`` ``[steer, accel]`` in ``[-1, 1]`` in the rollouts.
+EXPERT_ACTION = "expert_action"
+
+
+class ExpertLabels(Transform):
+    """Write the noise-free expert's action for every car's current state as ``expert_action``.
+
+    After every step (the state the next action is chosen in) and every reset (the fresh cars'
+    first state) the expert reads the env's cars (``core.state.ego()``) and task (projection,
+    target speeds, friction under the wheels) and writes ``(N, 2)`` float32 labels. The expert is
+    stateful (the integral of its speed controller): it advances once per env step, its state is
+    cleared for the cars that start a new episode, and a partial reset leaves the other cars'
+    labels and integrals as the step left them. Needs the CPU (the expert's generators are CPU).
+
+    Args:
+        seed: seed of the expert (it draws nothing that acts when noise-free; kept for symmetry).
+    """
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__(in_keys=[], out_keys=[EXPERT_ACTION])
+        self.seed = int(seed)
+        self._expert: Any = None
+        self._label: Tensor | None = None
+
+    @property
+    def _core(self) -> Any:
+        """The :class:`~gym_s3.envs.core.DistilledCore` under the transformed env."""
+        return self.parent.base_env.core
+
+    def _act(self) -> Tensor:
+        """The expert's ``(N, 2)`` action for the cars' current state (advances its integral)."""
+        core = self._core
+        if self._expert is None:
+            from policies.expert_driver import expert_controller
+
+            self._expert = expert_controller(self.seed, core.num_envs)
+        ego = core.state.ego()
+        return self._expert.act(ego, core.task.measure(ego), core.task).to(torch.float32)
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase
+              ) -> TensorDictBase:  # fmt: skip
+        self._label = self._act()
+        next_tensordict.set(EXPERT_ACTION, self._label.to(next_tensordict.device))
+        return next_tensordict
+
+    def _reset(self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
+               ) -> TensorDictBase:  # fmt: skip
+        n = self._core.num_envs
+        mask = None if tensordict is None else tensordict.get("_reset", None)
+        if mask is None or self._label is None or self._expert is None:
+            mask = torch.ones(n, dtype=torch.bool)
+        mask = mask.reshape(n).cpu()
+        if self._expert is not None:
+            self._expert.reset(mask)
+        kept = None if self._expert is None else self._expert.integral.clone()
+        fresh = self._act()
+        if kept is not None:  # the other cars' integrals as the step left them
+            self._expert.integral = torch.where(mask, self._expert.integral, kept)
+        old = fresh if self._label is None else self._label
+        self._label = torch.where(mask[:, None], fresh, old)
+        tensordict_reset.set(EXPERT_ACTION, self._label.to(tensordict_reset.device))
+        return tensordict_reset
+
+    def transform_observation_spec(self, observation_spec):
+        """The env's observation spec with ``expert_action`` ``(N, 2)`` float32 added."""
+        n = self._core.num_envs
+        observation_spec[EXPERT_ACTION] = Unbounded(
+            shape=(n, 2), dtype=torch.float32, device=observation_spec.device
+        )
+        return observation_spec
+
+
+def imitation_loss(actor_net: Any, observation: Tensor, expert_action: Tensor) -> Tensor:
+    """Mean squared distance of the actor's deterministic action from the expert's.
+
+    Args:
+        actor_net: :class:`~policies.networks.ActorNet` (reads the leading features it needs).
+        observation: ``(B, F')`` observations of a minibatch.
+        expert_action: ``(B, 2)`` the expert's ``[steer, accel]`` in ``[-1, 1]`` there.
+
+    Returns:
+        scalar: ``mean_b sum_a (tanh(loc) - expert)^2`` [action units^2].
+    """
+    loc, _ = actor_net(observation)
+    return (torch.tanh(loc) - expert_action.to(loc.dtype)).square().sum(-1).mean()
