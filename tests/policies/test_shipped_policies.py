@@ -15,9 +15,14 @@ from policies.config import config_to_dict, preset
 
 MAX_BYTES = 2 * 1024 * 1024
 #: the shipped ensembles' member counts (README, "Ensembles of seeds"); absent: a single policy
-SHIPPED_MEMBERS = {"ddm": 9, "trans": 3, "dytr": 3, "oracle": 3}
-#: the presets a shipped ensemble's members were trained with (absent: the policy's own)
-MEMBER_PRESETS = {"ddm": ("ddm", "ddm_slow_starts")}
+SHIPPED_MEMBERS = {"ddm": 9, "trans": 3, "dytr": 6, "oracle": 3}
+#: the recipes a shipped ensemble's members were trained with, as (preset, settings that differ
+#: from it); absent: the policy's own preset. dytr: three seeds of its preset and three with the
+#: scripted expert as a teacher (README, "The scripted expert as a teacher inside PPO")
+MEMBER_PRESETS = {
+    "ddm": (("ddm", {}), ("ddm_slow_starts", {})),
+    "dytr": (("dytr", {}), ("dytr", {"imitation": 10.0})),
+}
 #: what the members of a shipped ensemble may vary: the seed; for ddm also the privileged critic
 ENSEMBLE_VARIES = {"seed"}
 ENSEMBLE_VARIES_BY_NAME = {"ddm": {"seed", "privileged_critic"}}
@@ -44,7 +49,7 @@ def test_shipped_policy_is_small_loadable_and_made_by_its_preset(name):
     assert policy.meta.get("members") == SHIPPED_MEMBERS.get(name)
     assert len(policy.meta.get("member_training", [])) == (SHIPPED_MEMBERS.get(name) or 0)
     may_vary = ENSEMBLE_VARIES_BY_NAME.get(name, ENSEMBLE_VARIES)
-    recipes = [preset(p) for p in MEMBER_PRESETS.get(name, (name,))]
+    recipes = [preset(p, **kw) for p, kw in MEMBER_PRESETS.get(name, ((name, {}),))]
     used = set()
     for member in policy.meta.get("member_training", []):
         differs = [
