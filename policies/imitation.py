@@ -39,7 +39,10 @@ class ExpertLabels(Transform):
     target speeds, friction under the wheels) and writes ``(N, 2)`` float32 labels. The expert is
     stateful (the integral of its speed controller): it advances once per env step, its state is
     cleared for the cars that start a new episode, and a partial reset leaves the other cars'
-    labels and integrals as the step left them. Needs the CPU (the expert's generators are CPU).
+    labels and integrals as the step left them (exact because the expert is noise-free: the extra
+    expert step of a partial reset would otherwise also advance the other cars' noise and events).
+    Needs the CPU (the expert's generators are CPU). The labels are the expert's immediate action:
+    with ``action_delay`` they do not anticipate the delay.
 
     Args:
         seed: seed of the expert (it draws nothing that acts when noise-free; kept for symmetry).
