@@ -62,10 +62,6 @@ class ExpertLabels(Transform):
     def _act(self) -> Tensor:
         """The expert's ``(N, 2)`` action for the cars' current state (advances its integral)."""
         core = self._core
-        if self._expert is None:
-            from policies.expert_driver import expert_controller
-
-            self._expert = expert_controller(self.seed, core.num_envs)
         ego = core.state.ego()
         return self._expert.act(ego, core.task.measure(ego), core.task).to(torch.float32)
 
@@ -79,15 +75,16 @@ class ExpertLabels(Transform):
                ) -> TensorDictBase:  # fmt: skip
         n = self._core.num_envs
         mask = None if tensordict is None else tensordict.get("_reset", None)
-        if mask is None or self._label is None or self._expert is None:
-            mask = torch.ones(n, dtype=torch.bool)
-        mask = mask.reshape(n).cpu()
-        if self._expert is not None:
-            self._expert.reset(mask)
-        kept = None if self._expert is None else self._expert.integral.clone()
+        if self._expert is None:  # the first reset starts every car
+            from policies.expert_driver import expert_controller
+
+            self._expert, mask = expert_controller(self.seed, n), None
+        mask = torch.ones(n, dtype=torch.bool) if mask is None else mask.reshape(n).cpu()
+        self._expert.reset(mask)
+        kept = self._expert.integral.clone()
         fresh = self._act()
-        if kept is not None:  # the other cars' integrals as the step left them
-            self._expert.integral = torch.where(mask, self._expert.integral, kept)
+        # the other cars' integrals and labels as the step left them
+        self._expert.integral = torch.where(mask, self._expert.integral, kept)
         old = fresh if self._label is None else self._label
         self._label = torch.where(mask[:, None], fresh, old)
         tensordict_reset.set(EXPERT_ACTION, self._label.to(tensordict_reset.device))
@@ -113,5 +110,5 @@ def imitation_loss(actor_net: Any, observation: Tensor, expert_action: Tensor) -
     Returns:
         scalar: ``mean_b sum_a (tanh(loc) - expert)^2`` [action units^2].
     """
-    loc, _ = actor_net(observation)
-    return (torch.tanh(loc) - expert_action.to(loc.dtype)).square().sum(-1).mean()
+    action = actor_net.act(observation)
+    return (action - expert_action.to(action.dtype)).square().sum(-1).mean()
