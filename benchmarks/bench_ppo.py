@@ -17,6 +17,7 @@ asserted; the shared 2-core machine is noisy, so compare ratios from one run.
     python benchmarks/bench_ppo.py --presets trans dytr --num-envs 1024 --iterations 4
     python benchmarks/bench_ppo.py --device cuda --num-envs 16384
     python benchmarks/bench_ppo.py --presets ddm --update-dtypes float32 bfloat16 --threads 1
+    python benchmarks/bench_ppo.py --presets dytr --imitation 0 10 --threads 1   # expert labels
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ def main(argv: list[str] | None = None) -> None:
                         choices=["float32", "bfloat16"],
                         help="precisions of the PPO update to time, each its own row "
                         "(PPOConfig.update_dtype)")  # fmt: skip
+    parser.add_argument("--imitation", nargs="+", type=float, default=[0.0],
+                        help="expert-imitation weights to time, each its own row "
+                        "(PPOConfig.imitation; > 0 adds the expert's labels and "
+                        "their loss)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -74,13 +79,14 @@ def main(argv: list[str] | None = None) -> None:
                         max_episode_steps=base.max_episode_steps,
                         scenarios=base.scenarios)  # fmt: skip
         env_fps = args.num_envs / env.step_s
-        for dtype in args.update_dtypes:
-            cfg = replace(base, update_dtype=dtype)
+        for dtype, weight in ((d, w) for d in args.update_dtypes for w in args.imitation):
+            cfg = replace(base, update_dtype=dtype, imitation=weight)
             with tempfile.TemporaryDirectory() as tmp:
                 t0 = time.perf_counter()
                 result = train(cfg, tmp, progress=False)
                 wall = time.perf_counter() - t0
-            label = name if dtype == "float32" else f"{name}/bf16"
+            label = name + ("" if dtype == "float32" else "/bf16")
+            label += f"/im{weight:g}" if weight > 0 else ""
             print(f"{label:12s} {env_fps:8.0f} {result.env_frames_per_s:12.0f} "
                   f"{result.train_frames_per_s:12.0f} {result.env_frames_per_s / env_fps:9.2f} "
                   f"{result.train_frames_per_s / env_fps:9.2f}   ({result.frames} frames, "
