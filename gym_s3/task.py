@@ -113,7 +113,10 @@ class TrackingTask:
 
     def wheel_surfaces(self, ego: EgoState) -> tuple[Tensor, Tensor]:
         """``(N, 4)`` peak friction [-] and ``(N, 4)`` int64 surface id under each wheel."""
-        return self.surfaces.lookup(self.wheel_points(ego).to(self.dtype))
+        centre = torch.stack([ego.x, ego.y], dim=-1)
+        return self.surfaces.lookup(
+            self.wheel_points(ego).to(self.dtype), centre=centre, reach=self.wheel_reach
+        )
 
     def path_at(self, s: Tensor) -> PathSample:
         """Each car's reference path at arc lengths ``(N,)`` or ``(N, J)`` [m]."""

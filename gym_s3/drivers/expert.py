@@ -105,6 +105,13 @@ class BatchedExpert:
         self._lock_generator = torch.Generator().manual_seed(lock_seed)
         self.lock_steer = torch.zeros(n)  # held steering command of a lock_crawl event [1]
         self.lock_pedal = torch.zeros(n)  # held pedal below its speed cap [1]
+        # noise-free and event-free (the lap tables' and the PPO teacher's expert): nothing it
+        # would draw can act, so :meth:`act` skips the draws (identical actions, less work)
+        self._quiet = (
+            config.steer_noise == 0.0
+            and config.accel_noise == 0.0
+            and not bool((self._rate > 0).any())
+        )
         self.reset()
 
     def _uniform(self, shape: tuple[int, ...]) -> Tensor:
@@ -171,10 +178,12 @@ class BatchedExpert:
             ``(N, 2)`` float32 ``[steer, accel]`` in [-1, 1].
         """
         cfg = self.config
-        active = self._advance_events()
+        if self._quiet:
+            active, noise = torch.zeros(self.n, len(EVENTS), dtype=torch.bool), self.noise
+        else:
+            active, noise = self._advance_events(), self._noise_step()
         on = {name: active[:, i] for i, name in enumerate(EVENTS)}
         size = {name: self.event_mag[:, i] for i, name in enumerate(EVENTS)}
-        noise = self._noise_step()
         dtype = sample.s.dtype
         x, y, yaw = (t.to(dtype) for t in (ego.x, ego.y, ego.yaw))
         v = ego.v_long.to(dtype).clamp(min=0.0)

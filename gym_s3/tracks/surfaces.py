@@ -173,11 +173,19 @@ class SurfaceBatch:
             torch.where(m1, other.rect_id, self.rect_id),
         )
 
-    def lookup(self, points: Tensor) -> tuple[Tensor, Tensor]:
+    def lookup(
+        self, points: Tensor, *, centre: Tensor | None = None, reach: float = 0.0
+    ) -> tuple[Tensor, Tensor]:
         """Friction and surface id at world points.
 
         Args:
             points: ``(N, Q, 2)`` world x, y [m]; ``N`` equals ``B`` or ``B == 1``.
+            centre: optional ``(N, 2)`` [m] with every point of row ``i`` within ``reach`` of
+                ``centre[i]`` (a car's wheels around its centre): eager CPU calls then test only
+                the rows whose centre is within ``reach`` of one of their patches (identical
+                values; the others stand on their base surface). Compiled and accelerator calls
+                test every row.
+            reach: the largest distance of a row's points from its centre [m].
 
         Returns:
             ``(mu, surface_id)``, each ``(N, Q)``: friction [-] (points dtype) and int64 index into
@@ -190,6 +198,20 @@ class SurfaceBatch:
                 f"{self.num_layouts} layouts cannot serve {points.shape[0]} cars: use one layout "
                 "per car (SurfaceBatch.index) or a single layout for all"
             )
+        if centre is None or points.device.type != "cpu" or torch.compiler.is_compiling():
+            return self._lookup_all(points)
+        rows = self._near(centre.to(points.dtype), reach).nonzero()[:, 0]
+        n, q = points.shape[0], points.shape[1]
+        mu = self.base_mu.to(points.dtype).expand(n)[:, None].expand(n, q)
+        sid = self.base_id.expand(n)[:, None].expand(n, q)
+        if rows.numel() == 0:
+            return mu.clone(), sid.clone()
+        near = self if self.num_layouts == 1 else self.index(rows)
+        near_mu, near_id = near._lookup_all(points[rows])
+        return mu.index_copy(0, rows, near_mu), sid.index_copy(0, rows, near_id)
+
+    def _lookup_all(self, points: Tensor) -> tuple[Tensor, Tensor]:
+        """:meth:`lookup` testing every row against every patch."""
         # one contiguous (B, 1, P) tensor per rectangle parameter keeps the (N, Q, P) kernels fast
         cx, cy, c, s, hl, hw = (
             t.contiguous()[:, None, :] for t in self.rects.to(points.dtype).unbind(-1)
@@ -215,22 +237,8 @@ class SurfaceBatch:
     def friction_at(
         self, points: Tensor, *, centre: Tensor | None = None, reach: float = 0.0
     ) -> Tensor:
-        """Peak friction [-] at world points ``(N, Q, 2)`` -> ``(N, Q)``.
-
-        With ``centre`` ``(N, 2)`` and ``reach`` [m] such that every point of row ``i`` lies
-        within ``reach`` of ``centre[i]`` (a car's wheels around its centre), eager CPU calls test
-        only the rows whose centre is within ``reach`` of one of their patches (identical values;
-        the others stand on their base surface). Compiled and accelerator calls test every row.
-        """
-        if centre is None or points.device.type != "cpu" or torch.compiler.is_compiling():
-            return self.lookup(points)[0]
-        rows = self._near(centre.to(points.dtype), reach).nonzero()[:, 0]
-        n = points.shape[0]
-        mu = self.base_mu.to(points.dtype).expand(n)[:, None].expand(n, points.shape[1])
-        if rows.numel() == 0:
-            return mu.clone()
-        near = self if self.num_layouts == 1 else self.index(rows)
-        return mu.index_copy(0, rows, near.lookup(points[rows])[0])
+        """Peak friction [-] at world points ``(N, Q, 2)`` -> ``(N, Q)`` (see :meth:`lookup`)."""
+        return self.lookup(points, centre=centre, reach=reach)[0]
 
     def _near(self, centre: Tensor, reach: float) -> Tensor:
         """``(N,)`` bool: a real patch of the row lies within ``reach`` [m] of ``centre``.

@@ -299,3 +299,34 @@ def test_the_default_event_stream_is_pinned() -> None:
     assert EVENTS[-1] == "lock_crawl"  # the own-stream event stays last
     counts = expert.event_count.sum(0).tolist()
     assert counts == [17, 42, 22, 13, 9, 16, 19, 0]
+
+
+def test_the_noise_free_expert_skips_its_draws_with_identical_actions(
+    putnam_pool: ScenarioPool,
+) -> None:
+    """The noise-free, event-free expert (lap tables, PPO teacher) acts as if it drew.
+
+    It skips the draws of noise and events (nothing drawn could act); the same expert made to
+    draw anyway gives bit-identical actions and integrals along 150 steps on asphalt and ice,
+    while the default (noisy) expert is not quiet.
+    """
+    torch.set_num_threads(1)
+    n = 8
+    variant = torch.tensor([0, 1] * 4)
+    s0 = torch.linspace(0.0, 2600.0, n)
+    track, ego = cars_on_road(putnam_pool, variant, s0)
+    model = VehicleModel()
+    state = model.initial_state(ego.x, ego.y, ego.yaw, 0.5 * track.target_speed_at(s0),
+                                torch.zeros_like(ego.x))  # fmt: skip
+    still = ExpertConfig(steer_noise=0.0, accel_noise=0.0, perturbations=PerturbationConfig.none())
+    quiet, drawing = BatchedExpert(n, still, seed=3), BatchedExpert(n, still, seed=3)
+    drawing._quiet = False
+    assert quiet._quiet and not BatchedExpert(n, ExpertConfig(), seed=3)._quiet
+    for _ in range(150):
+        ego = vehicle_ego(state)
+        smp = track.measure(ego)
+        action = quiet.act(ego, smp, track)
+        assert torch.equal(action, drawing.act(ego, smp, track))
+        assert torch.equal(quiet.integral, drawing.integral)
+        state = model.step(state, controls_from_action(action), track.surfaces)
+    assert float(quiet.integral.abs().max()) > 0.0  # the speed controller integrated

@@ -1,4 +1,4 @@
-"""Wheel friction tested only near patches (eager CPU) equals testing every car."""
+"""Wheel friction and surface tested only near patches (eager CPU) equal testing every car."""
 
 from __future__ import annotations
 
@@ -27,12 +27,14 @@ def test_culled_friction_equals_the_full_lookup_at_patch_edges() -> None:
     wheels = torch.stack([centre[:, :1] + off[:, 0] * c - off[:, 1] * s,
                           centre[:, 1:] + off[:, 0] * s + off[:, 1] * c], -1)  # fmt: skip
     reach = float(off.norm(dim=-1).max())
-    full = per_car.lookup(wheels)[0]
-    culled = per_car.friction_at(wheels, centre=centre, reach=reach)
+    full, full_id = per_car.lookup(wheels)
+    culled, culled_id = per_car.lookup(wheels, centre=centre, reach=reach)
     centre_inside = per_car.lookup(centre[:, None, :])[0][:, 0] < 1.0
     wheel_only = (full < 1.0).any(dim=1) & ~centre_inside
     assert int(wheel_only.sum()) > 20  # the edge cases the reach exists for are exercised
     assert torch.equal(culled, full)
+    assert torch.equal(culled_id, full_id)  # the surface ids too
+    assert torch.equal(per_car.friction_at(wheels, centre=centre, reach=reach), full)
     # a single layout shared by every car takes the same path
     shared = SurfaceBatch.stack([layouts[2]], dtype=torch.float64)
     assert torch.equal(
