@@ -99,16 +99,55 @@ class ExpertLabels(Transform):
         return observation_spec
 
 
-def imitation_loss(actor_net: Any, observation: Tensor, expert_action: Tensor) -> Tensor:
+class ActorPass:
+    """The ``loc`` of the PPO loss's own forward pass of the actor, kept for the imitation term.
+
+    A forward hook on ``actor_net`` (the module the loss calls through its TensorDict wrapper)
+    keeps the ``(B, 2)`` pre-squash mean of each call, with its graph, so the imitation term
+    reuses the pass the clipped objective already made instead of a second forward and backward.
+    Use as a context manager around the minibatch loop; :meth:`take` after each loss call.
+    """
+
+    def __init__(self, actor_net: torch.nn.Module) -> None:
+        self._net = actor_net
+        self._locs: list[Tensor] = []
+        self._handle: Any = None
+
+    def __enter__(self) -> ActorPass:
+        self._handle = self._net.register_forward_hook(self._keep)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.remove()
+
+    def _keep(self, module: torch.nn.Module, args: Any, output: tuple[Tensor, Tensor]) -> None:
+        self._locs.append(output[0])
+
+    def take(self, batch: int) -> Tensor:
+        """The ``(batch, 2)`` ``loc`` of the one actor pass since the last call.
+
+        Raises:
+            RuntimeError: the loss called the actor other than once on ``batch`` frames (a
+                TorchRL change; the term would then pull a pass it does not belong to).
+        """
+        locs, self._locs = self._locs, []
+        if len(locs) != 1 or locs[0].shape[0] != batch:
+            raise RuntimeError(
+                f"expected one actor pass on {batch} frames in the PPO loss, saw "
+                f"{[tuple(t.shape) for t in locs]}"
+            )
+        return locs[0]
+
+
+def imitation_loss(loc: Tensor, expert_action: Tensor) -> Tensor:
     """Mean squared distance of the actor's deterministic action from the expert's.
 
     Args:
-        actor_net: :class:`~policies.networks.ActorNet` (reads the leading features it needs).
-        observation: ``(B, F')`` observations of a minibatch.
+        loc: ``(B, 2)`` the actor's pre-squash mean on a minibatch (its action is ``tanh(loc)``).
         expert_action: ``(B, 2)`` the expert's ``[steer, accel]`` in ``[-1, 1]`` there.
 
     Returns:
         scalar: ``mean_b sum_a (tanh(loc) - expert)^2`` [action units^2].
     """
-    action = actor_net.act(observation)
+    action = torch.tanh(loc)
     return (action - expert_action.to(action.dtype)).square().sum(-1).mean()

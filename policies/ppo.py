@@ -21,6 +21,7 @@ the time-budget decision is rank 0's, broadcast to all.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -414,7 +415,7 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext
         advantage(data)
     imitate = config.imitation > 0
     if imitate:
-        from policies.imitation import EXPERT_ACTION, imitation_loss
+        from policies.imitation import EXPERT_ACTION, ActorPass, imitation_loss
 
         if actor_net is None:
             raise ValueError("_update with config.imitation > 0 needs actor_net")
@@ -426,27 +427,28 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext
     steps = 0
     params = list(loss_fn.parameters())
     actor_weight = 0.0 if critic_only else 1.0
-    for _ in range(config.epochs):
-        perm = torch.randperm(flat.shape[0], device=flat.device)
-        for idx in perm.split(config.minibatch_size):
-            minibatch = flat[idx]
-            with update_autocast(config, flat.device.type):
-                losses = minibatch_loss(loss_fn, minibatch, ctx)
+    with ActorPass(actor_net) if imitate else contextlib.nullcontext() as actor_pass:
+        for _ in range(config.epochs):
+            perm = torch.randperm(flat.shape[0], device=flat.device)
+            for idx in perm.split(config.minibatch_size):
+                minibatch = flat[idx]
+                with update_autocast(config, flat.device.type):
+                    losses = minibatch_loss(loss_fn, minibatch, ctx)
+                    if imitate:  # on the loss's own actor pass (no second forward)
+                        losses["loss_imitation"] = imitation_loss(
+                            actor_pass.take(idx.numel()), minibatch[EXPERT_ACTION]
+                        )
+                actor_terms = losses["loss_objective"] + losses["loss_entropy"]
                 if imitate:
-                    losses["loss_imitation"] = imitation_loss(
-                        actor_net, minibatch["observation"], minibatch[EXPERT_ACTION]
-                    )
-            actor_terms = losses["loss_objective"] + losses["loss_entropy"]
-            if imitate:
-                actor_terms = actor_terms + config.imitation * losses["loss_imitation"]
-            total = losses["loss_critic"] + actor_weight * actor_terms
-            optim.zero_grad(set_to_none=True)
-            total.backward()
-            torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
-            optim.step()
-            for key in sums:
-                sums[key] += float(losses[key].detach())
-            steps += 1
+                    actor_terms = actor_terms + config.imitation * losses["loss_imitation"]
+                total = losses["loss_critic"] + actor_weight * actor_terms
+                optim.zero_grad(set_to_none=True)
+                total.backward()
+                torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+                optim.step()
+                for key in sums:
+                    sums[key] += float(losses[key].detach())
+                steps += 1
     return {k: v / max(steps, 1) for k, v in sums.items()}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tensordict import TensorDict
 
 pytest.importorskip("torchrl")
 
@@ -85,17 +86,47 @@ def test_imitation_loss_is_zero_at_the_label_and_pulls_towards_it():
     obs = torch.randn(32, 8)
     with torch.no_grad():
         target = actor.act(obs)
-    with torch.no_grad():
-        assert float(imitation_loss(actor, obs, target)) < 1e-12
+        assert float(imitation_loss(actor(obs)[0], target)) < 1e-12
     label = torch.rand(32, 2) * 2 - 1
     optim = torch.optim.SGD(actor.parameters(), lr=0.05)
-    first = imitation_loss(actor, obs, label)
+    first = imitation_loss(actor(obs)[0], label)
     expected = (actor.act(obs) - label).square().sum(-1).mean()
     assert torch.allclose(first, expected)
     first.backward()
     optim.step()
     with torch.no_grad():
-        assert float(imitation_loss(actor, obs, label)) < float(first.detach())
+        assert float(imitation_loss(actor(obs)[0], label)) < float(first.detach())
+
+
+def test_the_term_rides_on_the_ppo_loss_own_actor_pass():
+    """The PPO loss calls the actor once per minibatch; the term takes that pass's ``loc``.
+
+    The kept ``loc`` equals the actor's on the minibatch and carries the graph to its weights; a
+    second call without a pass in between, or a pass on another batch size, is refused.
+    """
+    from policies.imitation import ActorPass
+    from policies.ppo import build_loss, build_modules
+
+    cfg = preset("tiny", num_envs=8)
+    actor_net, critic_net, actor, critic = build_modules(cfg)
+    loss_fn = build_loss(cfg, actor_net, critic_net, actor, critic)
+    torch.manual_seed(0)
+    obs = torch.randn(16, actor_net.obs_size)
+    with torch.no_grad():
+        batch = actor(TensorDict({"observation": obs}, batch_size=[16]))
+    batch.set("advantage", torch.randn(16, 1))
+    batch.set("value_target", torch.randn(16, 1))
+    with ActorPass(actor_net) as seen:
+        loss_fn(batch)
+        loc = seen.take(16)
+        with pytest.raises(RuntimeError, match="one actor pass on 16 frames"):
+            seen.take(16)
+        loss_fn(batch[:8])
+        with pytest.raises(RuntimeError, match="one actor pass on 16 frames"):
+            seen.take(16)
+    assert torch.allclose(loc, actor_net(obs)[0])
+    imitation_loss(loc, torch.zeros(16, 2)).backward()
+    assert all(p.grad is not None and bool(p.grad.any()) for p in actor_net.body.parameters())
 
 
 def test_ppo_with_imitation_moves_the_policy_towards_the_expert(tmp_path):
