@@ -43,20 +43,28 @@ def putnam_pool() -> ScenarioPool:
     return ScenarioPool.build([path], [layouts], PoolConfig(), starts=[[0.0]])
 
 
+def eight_cars_around_putnam(pool: ScenarioPool, speed_fraction: float):
+    """Eight cars on the line around Putnam, alternately on asphalt and ice (one torch thread).
+
+    They start at ``speed_fraction`` of their target speed. Returns ``(track, model, state)``.
+    """
+    torch.set_num_threads(1)
+    variant = torch.tensor([0, 1] * 4)
+    s0 = torch.linspace(0.0, 2600.0, 8)
+    track, ego = cars_on_road(pool, variant, s0)
+    model = VehicleModel()
+    speed = speed_fraction * track.target_speed_at(s0)
+    return track, model, model.initial_state(ego.x, ego.y, ego.yaw, speed, torch.zeros_like(ego.x))
+
+
 def drive_putnam(pool: ScenarioPool, steps: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Eight cars (four on asphalt, four on ice) driven by the quiet expert for ``steps`` steps.
 
     Returns:
         ``(worst |d| (8,), mean v / v_target (8,), fault (8,))``.
     """
-    torch.set_num_threads(1)
     n = 8
-    variant = torch.tensor([0, 1] * 4)
-    s0 = torch.linspace(0.0, 2600.0, n)
-    track, ego = cars_on_road(pool, variant, s0)
-    model = VehicleModel()
-    speed = 0.8 * track.target_speed_at(s0)
-    state = model.initial_state(ego.x, ego.y, ego.yaw, speed, torch.zeros_like(ego.x))
+    track, model, state = eight_cars_around_putnam(pool, 0.8)
     expert = BatchedExpert(n, QUIET, seed=0)
     worst = torch.zeros(n)
     ratio = torch.zeros(n)
@@ -310,14 +318,8 @@ def test_the_noise_free_expert_skips_its_draws_with_identical_actions(
     draw anyway gives bit-identical actions and integrals along 150 steps on asphalt and ice,
     while the default (noisy) expert is not quiet.
     """
-    torch.set_num_threads(1)
     n = 8
-    variant = torch.tensor([0, 1] * 4)
-    s0 = torch.linspace(0.0, 2600.0, n)
-    track, ego = cars_on_road(putnam_pool, variant, s0)
-    model = VehicleModel()
-    state = model.initial_state(ego.x, ego.y, ego.yaw, 0.5 * track.target_speed_at(s0),
-                                torch.zeros_like(ego.x))  # fmt: skip
+    track, model, state = eight_cars_around_putnam(putnam_pool, 0.5)
     still = ExpertConfig(steer_noise=0.0, accel_noise=0.0, perturbations=PerturbationConfig.none())
     quiet, drawing = BatchedExpert(n, still, seed=3), BatchedExpert(n, still, seed=3)
     drawing._quiet = False
