@@ -105,11 +105,13 @@ class BatchedExpert:
         self._lock_generator = torch.Generator().manual_seed(lock_seed)
         self.lock_steer = torch.zeros(n)  # held steering command of a lock_crawl event [1]
         self.lock_pedal = torch.zeros(n)  # held pedal below its speed cap [1]
-        # noise-free and event-free (the lap tables' and the PPO teacher's expert): nothing it
-        # would draw can act, so :meth:`act` skips the draws (identical actions, less work)
+        # noise-free, event-free and one speed scale (the lap tables' and the PPO teacher's
+        # expert): nothing it would draw can act, so :meth:`act` skips the draws (identical
+        # actions, less work; the speed scales of later resets need the stream as it was)
         self._quiet = (
             config.steer_noise == 0.0
             and config.accel_noise == 0.0
+            and config.speed_scale[0] == config.speed_scale[1]
             and not bool((self._rate > 0).any())
         )
         self.reset()

@@ -198,6 +198,10 @@ class SurfaceBatch:
                 f"{self.num_layouts} layouts cannot serve {points.shape[0]} cars: use one layout "
                 "per car (SurfaceBatch.index) or a single layout for all"
             )
+        if centre is not None and tuple(centre.shape) != (points.shape[0], 2):
+            raise ConfigError(
+                f"centre must have shape ({points.shape[0]}, 2), got {tuple(centre.shape)}"
+            )
         if centre is None or points.device.type != "cpu" or torch.compiler.is_compiling():
             return self._lookup_all(points)
         rows = self._near(centre.to(points.dtype), reach).nonzero()[:, 0]

@@ -320,10 +320,13 @@ def test_the_noise_free_expert_skips_its_draws_with_identical_actions(
     """
     n = 8
     track, model, state = eight_cars_around_putnam(putnam_pool, 0.5)
-    still = ExpertConfig(steer_noise=0.0, accel_noise=0.0, perturbations=PerturbationConfig.none())
+    still = ExpertConfig(steer_noise=0.0, accel_noise=0.0, speed_scale=(1.0, 1.0),
+                         perturbations=PerturbationConfig.none())  # fmt: skip
     quiet, drawing = BatchedExpert(n, still, seed=3), BatchedExpert(n, still, seed=3)
     drawing._quiet = False
     assert quiet._quiet and not BatchedExpert(n, ExpertConfig(), seed=3)._quiet
+    # a spread of speed scales needs the stream as it was for the draws of later resets
+    assert not BatchedExpert(n, replace(still, speed_scale=(0.9, 1.0)), seed=3)._quiet
     for _ in range(150):
         ego = vehicle_ego(state)
         smp = track.measure(ego)

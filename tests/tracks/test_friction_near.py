@@ -40,3 +40,15 @@ def test_culled_friction_equals_the_full_lookup_at_patch_edges() -> None:
     assert torch.equal(
         shared.friction_at(wheels, centre=centre, reach=reach), shared.lookup(wheels)[0]
     )
+
+
+def test_a_centre_per_row_is_required() -> None:
+    """Centres that do not match the rows one to one are refused with the shape they need."""
+    import pytest
+
+    from gym_s3.errors import ConfigError
+
+    batch = SurfaceBatch.stack([SurfaceLayout()], dtype=torch.float64)
+    wheels = torch.zeros(5, 4, 2, dtype=torch.float64)
+    with pytest.raises(ConfigError, match=r"centre must have shape \(5, 2\)"):
+        batch.lookup(wheels, centre=torch.zeros(4, 2, dtype=torch.float64), reach=2.0)
