@@ -102,19 +102,20 @@ class TrackingTask:
 
         With ``rows``, ``ego`` holds those cars only and the result is ``(R, 4)``.
         """
-        surfaces = self.surfaces if rows is None else self.surfaces.index(rows)
-        centre = torch.stack([ego.x, ego.y], dim=-1)
-        mu = surfaces.friction_at(
-            self.wheel_points(ego).to(self.dtype), centre=centre, reach=self.wheel_reach
-        )
+        mu = self.wheel_surfaces(ego, rows=rows)[0]
         if self.config.friction_noise == 0.0:
             return mu
         return mu * (self.mu_scale if rows is None else self.mu_scale[rows])[:, None]
 
-    def wheel_surfaces(self, ego: EgoState) -> tuple[Tensor, Tensor]:
-        """``(N, 4)`` peak friction [-] and ``(N, 4)`` int64 surface id under each wheel."""
+    def wheel_surfaces(self, ego: EgoState, *, rows: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """``(N, 4)`` peak friction [-] and ``(N, 4)`` int64 surface id under each wheel.
+
+        The layouts' own friction (no friction noise). With ``rows``, ``ego`` holds those cars
+        only and the results are ``(R, 4)``.
+        """
+        surfaces = self.surfaces if rows is None else self.surfaces.index(rows)
         centre = torch.stack([ego.x, ego.y], dim=-1)
-        return self.surfaces.lookup(
+        return surfaces.lookup(
             self.wheel_points(ego).to(self.dtype), centre=centre, reach=self.wheel_reach
         )
 
