@@ -36,7 +36,7 @@ than the one-off failure penalty of a stall costs, so standing is never priced a
 it is. ``alive_pace`` pays the bonus in full only from that pace on, ``clamp(pace / alive_pace,
 0, 1)``, as ``throttle_pace`` charges the pedal; at 0 (the default) every step is paid alike.
 (Paying it at pace, ``alive_pace=1``, did not remove the stalls of two seeds trained from scratch,
-and loosened their snow tracking: README, recipe table.)
+and loosened their snow tracking: docs/experiments.md, recipe table.)
 """
 
 from __future__ import annotations

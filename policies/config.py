@@ -136,7 +136,7 @@ class PPOConfig:
     The pool and the robustness options are off by default, on evidence: at 24 M frames the
     ``all_surfaces`` recipe (60 s episodes, 20 % standing starts, friction noise 0.15, 1 %
     observation noise) completed 16 of 32 held-out high-fidelity laps with ddm where the default
-    recipe completed 29 (README, results of the shipped policies).
+    recipe completed 29 (docs/results-history.md).
     """
 
     backend: str = "ddm"
@@ -312,18 +312,18 @@ _LEARNED = replace(_BASE, total_frames=48_000_000)
 #: The precision bonus paid at pace (``precision=0.25``): two ddm seeds cut the snow and ice
 #: tracking error by a quarter to a half on the validation circuits 301-303 and on the 56
 #: held-out laps, and passed 37 and 40 of those laps strictly against 36 and 39; one trans seed
-#: 35 against 33 and snow 0.08 m against 0.12 m (README, recipe table). Alone it was not adopted
-#: for dytr and oracle: one seed each tied (dytr: 54 laps and 37 strict, as before) or completed
-#: fewer laps (oracle: 53 against 56); dytr has it since this release, with the pool change
-#: (the ``dytr`` preset below).
+#: 35 against 33 and snow 0.08 m against 0.12 m (docs/experiments.md, recipe table). Alone it was
+#: not adopted for dytr and oracle: one seed each tied (dytr: 54 laps and 37 strict, as before) or
+#: completed fewer laps (oracle: 53 against 56); dytr has it since this release, with the pool
+#: change (the ``dytr`` preset below).
 _PRECISE = replace(_LEARNED, reward=RewardWeights(precision=0.25))
 #: Six PPO epochs per batch instead of three (24 gradient steps per 65,536 frames, not 12): two
 #: ddm seeds passed 19 and 20 of the 24 validation laps strictly (three epochs: 18 and 19) and
 #: 40 and 46 of the 56 held-out acceptance laps (37 and 40), completing 54 and 56 laps (55 and
 #: 56), with dry tracking 0.01 m and snow 0.03-0.04 m; two trans seeds 20 and 17 of 24 (three
 #: epochs: 16 and 16) and 42 and 35 of 56 (three epochs, one seed: 35), completing 55 and 56
-#: laps (54) (README, recipe table). One dytr seed tied (alone; adopted with the pool change
-#: since, see the ``dytr`` preset). 1,413-1,490 s of
+#: laps (54) (docs/experiments.md, recipe table). One dytr seed tied (alone; adopted with the pool
+#: change since, see the ``dytr`` preset). 1,413-1,490 s of
 #: ddm training and 1,871-2,147 s of trans beside two or three other jobs. The single-seed ddm
 #: and trans policies shipped before the ensembles were seed 1: ddm seed 0 stalls on Putnam Park
 #: with four ice patches and fails the release check (``tests/policies/test_shipped_policies.py``),
@@ -336,9 +336,9 @@ _SIX_EPOCHS: dict[str, Any] = {"epochs": 6, "seed": 1}
 #: an ensemble stalled twice on 96 held-out town laps where the previous recipe's stalled 22
 #: times, and completed 222 of the 224 laps of the town routes table (202) with 121 strict
 #: passes (122); on a fresh tiebreak set (procedural 601-604, town 100-103, 64 laps) 64 and 41
-#: against 59 and 29 (README, town routes). Not adopted for ddm: its four-seed ensemble passed 31
-#: fewer of the 224 laps strictly than the shipped ddm (139 against 170). 3,984-4,015 s per seed
-#: beside two to five other jobs.
+#: against 59 and 29 (docs/experiments.md, town routes). Not adopted for ddm: its four-seed
+#: ensemble passed 31 fewer of the 224 laps strictly than the shipped ddm (139 against 170).
+#: 3,984-4,015 s per seed beside two to five other jobs.
 _RESTARTS: dict[str, Any] = {
     "tracks": (*_BASE.tracks, "town:2", "town:3", "town:4", "town:5"),
     "start_from_rest": 0.1,
@@ -351,7 +351,7 @@ _RESTARTS: dict[str, Any] = {
 #: Alone, its four seeds completed 216 of the 224 laps of the town routes table and passed 160
 #: strictly (the five ``ddm``-preset members: 216 and 170); the nine together passed 227 of 288
 #: strictly against 210, and 51 against 44 of a fresh 64-lap tiebreak set at equal completion
-#: (README, town routes). 3,648-3,704 s per seed beside three other jobs.
+#: (docs/experiments.md, town routes). 3,648-3,704 s per seed beside three other jobs.
 _NARROW_RESTARTS: dict[str, Any] = {
     **_RESTARTS,
     "rest_start_lateral_m": 1.0,
@@ -364,8 +364,8 @@ _NARROW_RESTARTS: dict[str, Any] = {
 #: town set on ice, the ice stretch and six patches where the four ``ddm_restarts`` seeds failed
 #: 27, 12, 16 and 16 (exact permutation test p = 0.029), and completed 80, 80, 78 and 80 of the 80
 #: acceptance and validation laps (77, 79, 75, 78) with 61, 62, 58 and 61 strict passes (62, 59,
-#: 57, 60) (README, walking-pace corners). 1,279-1,329 s per seed, two side by side. The recipe of
-#: four of the nine members of the shipped ``ddm`` ensemble, which replace the four
+#: 57, 60) (docs/experiments.md, walking-pace corners). 1,279-1,329 s per seed, two side by side.
+#: The recipe of four of the nine members of the shipped ``ddm`` ensemble, which replace the four
 #: ``ddm_restarts`` seeds there: over the 288 laps of the ship rule 285 completed and 241 strict
 #: against 275 and 227.
 _SLOW_STARTS: dict[str, Any] = {"pool": "default_ice", "slow_start_weight": 10.0}
@@ -374,10 +374,10 @@ _SLOW_STARTS: dict[str, Any] = {"pool": "default_ice", "slow_start_weight": 10.0
 #: walking-pace corners drawn 11 times as often). Seeds 0 and 1 failed 1 and 0 of the 48-lap stall
 #: set where the previous recipe's seeds failed 20 and 8, and passed 62 and 61 of the 80 laps
 #: strictly (54 and 55); their ensemble with seed 2 completed 286 of the 288 laps of the ship rule
-#: and passed 249 strictly, against 277 and 168 for the ensemble it replaced (README, walking-pace
-#: corners). 1,921-1,926 s per seed, two side by side. Earlier, the precision bonus alone and six
-#: epochs alone (one seed each) tied, and the pool change alone (three epochs, no bonus) lost
-#: 10-15 strict laps.
+#: and passed 249 strictly, against 277 and 168 for the ensemble it replaced (docs/experiments.md,
+#: walking-pace corners). 1,921-1,926 s per seed, two side by side. Earlier, the precision bonus
+#: alone and six epochs alone (one seed each) tied, and the pool change alone (three epochs, no
+#: bonus) lost 10-15 strict laps.
 #: Named presets: one per backend (the policy the paper trains on it), the oracle policy, the
 #: second recipe of the shipped ``ddm`` ensemble (``ddm_slow_starts``) and the one it replaced
 #: (``ddm_restarts``).

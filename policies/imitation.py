@@ -12,9 +12,9 @@ idea (Ross et al., 2011) folded into PPO as a regulariser, as in DAPG (Rajeswara
 Why: the strict lap bar is relative to this expert (mean cross-track error within 1.5x of its
 own), the expert tracks ice at 1-3 cm in the distilled env as in the high-fidelity one, and PPO
 alone tunes its mean action for its exploration noise and leaves 2-5x the expert's error on
-ice (README, "Ice: the policy, not the distilled model, sets the floor"). The expert reads the
-friction under the wheels, which a ``default`` policy does not see; the PPO term keeps what the
-label cannot teach.
+ice (docs/experiments.md, "Ice: the policy, not the distilled model, sets the floor"). The expert
+reads the friction under the wheels, which a ``default`` policy does not see; the PPO term keeps
+what the label cannot teach.
 """
 
 from __future__ import annotations

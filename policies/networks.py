@@ -196,8 +196,8 @@ class ActorEnsemble(nn.Module):
     is ``tanh(mean_k loc_k)``; ``scale`` is the mean of the members' scales (exploration only, not
     used in evaluation). Each member keeps its own observation normaliser. Averaging independently
     trained seeds cancels part of each seed's own error: on the held-out ice laps a five-member
-    ``ddm`` ensemble tracked tighter than the single seed it replaced (README, "Ensembles of
-    seeds"). The members run one after the other over the whole batch (K small
+    ``ddm`` ensemble tracked tighter than the single seed it replaced (docs/experiments.md,
+    "Ensembles of seeds"). The members run one after the other over the whole batch (K small
     batched MLPs, no per-car loop; ``benchmarks/bench_policy.py`` times it).
 
     Args:

@@ -11,7 +11,7 @@ laps with one long asphalt or wet-asphalt stretch in 7.5 % (the car gathers spee
 and must shed it before the ice corners) and asphalt, wet-asphalt, gravel or snow laps with one long
 full-width stretch of ice in 7.5 %. It is in no preset: four ``dytr`` seeds
 trained on it failed 15, 17, 7 and 4 of the 48-lap town stall set where the shipped recipe's
-seeds failed 1, 0 and 3 (README, friction transitions both ways in the pool).
+seeds failed 1, 0 and 3 (docs/experiments.md, friction transitions both ways in the pool).
 """
 
 from __future__ import annotations
