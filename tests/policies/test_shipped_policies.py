@@ -20,12 +20,13 @@ SHIPPED_MEMBERS = {"ddm": 3, "trans": 3, "dytr": 6, "oracle": 3}
 #: the recipes a shipped ensemble's members were trained with, as (preset, settings that differ
 #: from it); absent: the policy's own preset. The taught recipe (README, "Results of the shipped
 #: policies") is the dytr preset's pool and starts with the scripted expert as a teacher: ddm
-#: through ddm_slow_starts (the same settings on ddm), trans as the dytr preset on trans. dytr:
-#: three seeds of its preset and three taught.
+#: through ddm_slow_starts (the same settings on ddm), trans and oracle as the dytr preset with
+#: the backend or the observation changed. dytr: three seeds of its preset and three taught.
 MEMBER_PRESETS = {
     "ddm": (("ddm_slow_starts", {"imitation": 10.0}),),
     "trans": (("dytr", {"backend": "trans", "imitation": 10.0}),),
     "dytr": (("dytr", {}), ("dytr", {"imitation": 10.0})),
+    "oracle": (("dytr", {"obs_mode": "oracle", "imitation": 10.0}),),
 }
 #: what the members of a shipped ensemble may vary: the seed
 ENSEMBLE_VARIES = {"seed"}
