@@ -30,7 +30,6 @@ MEMBER_PRESETS = {
 }
 #: what the members of a shipped ensemble may vary: the seed
 ENSEMBLE_VARIES = {"seed"}
-ENSEMBLE_VARIES_BY_NAME: dict[str, set[str]] = {}
 
 
 @pytest.mark.parametrize("name", SHIPPED_POLICIES)
@@ -55,10 +54,9 @@ def test_shipped_policy_is_small_loadable_and_made_by_its_preset(name):
     assert any({k: training[k] for k in rec} == rec for rec in shared), shared
     assert policy.meta["hidden"] == list(cfg.hidden)
     # an ensemble (`s3 ensemble`) records what its members share under "training" and each
-    # member's own settings: they may differ from the preset only in the seed and the critic
+    # member's own settings: they may differ from their recipe only in the seed
     assert policy.meta.get("members") == SHIPPED_MEMBERS.get(name)
     assert len(policy.meta.get("member_training", [])) == (SHIPPED_MEMBERS.get(name) or 0)
-    may_vary = ENSEMBLE_VARIES_BY_NAME.get(name, ENSEMBLE_VARIES)
     used = set()
     for member in policy.meta.get("member_training", []):
         differs = [
@@ -69,7 +67,7 @@ def test_shipped_policy_is_small_loadable_and_made_by_its_preset(name):
             }
             for c in recipes
         ]
-        fits = [i for i, d in enumerate(differs) if d <= may_vary]
+        fits = [i for i, d in enumerate(differs) if d <= ENSEMBLE_VARIES]
         assert fits, f"a member was trained with other {min(differs, key=len)}"
         used.add(fits[0])
         assert RewardWeights.from_dict(member["reward"]) == recipes[fits[0]].reward

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
+from gym_s3.errors import ConfigError
 from gym_s3.tracks.surfaces import RectPatch, SurfaceBatch, SurfaceLayout
 from gym_s3.vehicle.params import SEDAN
 
@@ -44,10 +46,6 @@ def test_culled_friction_equals_the_full_lookup_at_patch_edges() -> None:
 
 def test_a_centre_per_row_is_required() -> None:
     """Centres that do not match the rows one to one are refused with the shape they need."""
-    import pytest
-
-    from gym_s3.errors import ConfigError
-
     batch = SurfaceBatch.stack([SurfaceLayout()], dtype=torch.float64)
     wheels = torch.zeros(5, 4, 2, dtype=torch.float64)
     with pytest.raises(ConfigError, match=r"centre must have shape \(5, 2\)"):
