@@ -41,9 +41,9 @@ def _register_train(subparsers: Any) -> None:
         default="ddm",
         choices=sorted(PRESETS),
         help="named settings: one per dynamics backend, 'oracle', 'ddm_slow_starts' (the "
-        "recipe of four of the shipped ddm ensemble's nine members: standing starts, towns 0-5, "
-        "full-ice laps and walking-pace corners drawn 11x as often; 'dytr' is that recipe on "
-        "dytr), 'ddm_restarts' (the standing-start recipe they replaced), 'tiny' (smoke test)",
+        "recipe of the shipped ddm's three members, with --imitation 10: standing starts, towns "
+        "0-5, full-ice laps and walking-pace corners drawn 11x as often; 'dytr' is that recipe "
+        "on dytr), 'ddm_restarts' (the standing-start recipe before it), 'tiny' (smoke test)",
     )
     p.add_argument(
         "--out",

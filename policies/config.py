@@ -365,9 +365,9 @@ _NARROW_RESTARTS: dict[str, Any] = {
 #: 27, 12, 16 and 16 (exact permutation test p = 0.029), and completed 80, 80, 78 and 80 of the 80
 #: acceptance and validation laps (77, 79, 75, 78) with 61, 62, 58 and 61 strict passes (62, 59,
 #: 57, 60) (docs/experiments.md, walking-pace corners). 1,279-1,329 s per seed, two side by side.
-#: The recipe of four of the nine members of the shipped ``ddm`` ensemble, which replace the four
-#: ``ddm_restarts`` seeds there: over the 288 laps of the ship rule 285 completed and 241 strict
-#: against 275 and 227.
+#: It was the recipe of four of the nine members of an earlier shipped ``ddm`` ensemble (over the
+#: 288 laps of the ship rule 285 completed and 241 strict against 275 and 227); the ``ddm`` shipped
+#: since 2026-12-06 is three seeds of it with the scripted expert as a teacher (``--imitation 10``).
 _SLOW_STARTS: dict[str, Any] = {"pool": "default_ice", "slow_start_weight": 10.0}
 #: The ``dytr`` recipe since this release is the whole ``ddm_slow_starts`` recipe on its own backend
 #: (precision bonus, six epochs, standing starts within 1.0 m / 0.4 rad, towns 0-5, full-ice laps,
