@@ -109,6 +109,10 @@ def _register_train(subparsers: Any) -> None:
         "policy's deterministic action from the noise-free scripted expert's at the states its "
         "own rollouts visit, added to the PPO loss (DAgger labels inside PPO; CPU only; 0: "
         "plain PPO) [-]",
+        "imitation_accel_weight": "weight of the pedal axis inside the imitation term, relative "
+        "to steering's 1 (0: imitate the steering only and leave throttle and brake to the "
+        "reward; the expert's pedals follow the friction under its wheels, which the default "
+        "observation does not show) [-]",
         "critic_warmup": "first iterations that train only the critic, actor weights frozen "
         "(use with --init-policy) [iterations]",
         "eval_every": "every N iterations, evaluate the policy on held-out tracks (preset "

@@ -117,6 +117,10 @@ class PPOConfig:
             distance of the actor's deterministic action from the noise-free scripted expert's
             at the states of the policy's own rollouts, added to the PPO loss (0: plain PPO;
             CPU, one process) [-].
+        imitation_accel_weight: weight of the pedal axis (``accel``) inside the imitation term,
+            relative to steering's 1 [-]. 0 imitates the steering only and leaves the pedals to
+            PPO's reward: the expert limits throttle and brake by the friction under its wheels,
+            which a policy of the default observation does not see.
         critic_warmup: first iterations that train only the critic while the actor's weights stay
             as loaded (the shared normaliser keeps updating): a fine-tune from ``init_policy``
             starts with a fresh critic whose advantages would otherwise push the actor around
@@ -179,6 +183,7 @@ class PPOConfig:
     action_delay: int = 0
     init_policy: str | None = None
     imitation: float = 0.0
+    imitation_accel_weight: float = 1.0
     critic_warmup: int = 0
     scenarios: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
@@ -233,6 +238,11 @@ class PPOConfig:
             raise ConfigError(f"obs_noise must be >= 0, got {self.obs_noise}")
         if not self.imitation >= 0:
             raise ConfigError(f"imitation must be >= 0 (a loss weight), got {self.imitation}")
+        if not self.imitation_accel_weight >= 0:
+            raise ConfigError(
+                f"imitation_accel_weight must be >= 0 (a loss weight), got "
+                f"{self.imitation_accel_weight}"
+            )
         if self.imitation > 0 and not str(self.device).startswith("cpu"):
             raise ConfigError(
                 f"imitation runs the scripted expert, which drives CPU tensors; got device "

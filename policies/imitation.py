@@ -139,15 +139,19 @@ class ActorPass:
         return locs[0]
 
 
-def imitation_loss(loc: Tensor, expert_action: Tensor) -> Tensor:
-    """Mean squared distance of the actor's deterministic action from the expert's.
+def imitation_loss(loc: Tensor, expert_action: Tensor, *, accel_weight: float = 1.0) -> Tensor:
+    """Mean weighted squared distance of the actor's deterministic action from the expert's.
 
     Args:
         loc: ``(B, 2)`` the actor's pre-squash mean on a minibatch (its action is ``tanh(loc)``).
         expert_action: ``(B, 2)`` the expert's ``[steer, accel]`` in ``[-1, 1]`` there.
+        accel_weight: weight ``w`` of the pedal axis relative to steering's 1 (0: steering only).
 
     Returns:
-        scalar: ``mean_b sum_a (tanh(loc) - expert)^2`` [action units^2].
+        scalar: ``mean_b [(steer - expert_steer)^2 + w (accel - expert_accel)^2]`` with the
+        actor's action ``tanh(loc)`` [action units^2].
     """
-    action = torch.tanh(loc)
-    return (action - expert_action.to(action.dtype)).square().sum(-1).mean()
+    sq = (torch.tanh(loc) - expert_action.to(loc.dtype)).square()
+    if accel_weight == 1.0:
+        return sq.sum(-1).mean()
+    return (sq[:, 0] + accel_weight * sq[:, 1]).mean()

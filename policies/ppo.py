@@ -436,7 +436,9 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext
                     losses = minibatch_loss(loss_fn, minibatch, ctx)
                     if imitate:  # on the loss's own actor pass (no second forward)
                         losses["loss_imitation"] = imitation_loss(
-                            actor_pass.take(idx.numel()), minibatch[EXPERT_ACTION]
+                            actor_pass.take(idx.numel()),
+                            minibatch[EXPERT_ACTION],
+                            accel_weight=config.imitation_accel_weight,
                         )
                 actor_terms = losses["loss_objective"] + losses["loss_entropy"]
                 if imitate:

@@ -98,6 +98,38 @@ def test_imitation_loss_is_zero_at_the_label_and_pulls_towards_it():
         assert float(imitation_loss(actor(obs)[0], label)) < float(first.detach())
 
 
+def test_imitation_loss_weighs_the_pedal_axis():
+    """``accel_weight`` scales the pedal term only; 0 leaves the pedal output without gradient."""
+    torch.manual_seed(0)
+    loc = torch.randn(64, 2, requires_grad=True)
+    label = torch.rand(64, 2) * 2 - 1
+    sq = (torch.tanh(loc) - label).square()
+    for weight in (0.0, 0.3, 1.0, 2.0):
+        expected = (sq[:, 0] + weight * sq[:, 1]).mean()
+        assert torch.allclose(imitation_loss(loc, label, accel_weight=weight), expected)
+    imitation_loss(loc, label, accel_weight=0.0).backward()
+    assert bool(loc.grad[:, 0].abs().gt(0).all()) and bool(loc.grad[:, 1].eq(0).all())
+
+
+def test_training_passes_the_pedal_weight_to_the_term(tmp_path):
+    """The update uses ``imitation_accel_weight``.
+
+    With 0 the first update's logged term is the steering part alone, below the same run's term
+    with both axes (same seed, same data). Checked: it fails with the weight not passed on.
+    """
+    from policies.ppo import train
+
+    first = {}
+    for weight in (0.0, 1.0):
+        cfg = preset("tiny", num_envs=16, rollout_steps=8, total_frames=16 * 8, minibatch_size=64,
+                     imitation=10.0, imitation_accel_weight=weight, eval_every=0,
+                     checkpoint_every=0)  # fmt: skip
+        with one_torch_thread():
+            result = train(cfg, tmp_path / f"w{weight}", progress=False)
+        first[weight] = result.history[0]["loss_imitation"]
+    assert first[0.0] < 0.9 * first[1.0], first
+
+
 def test_the_term_rides_on_the_ppo_loss_own_actor_pass():
     """The PPO loss calls the actor once per minibatch; the term takes that pass's ``loc``.
 
@@ -153,6 +185,8 @@ def test_imitation_settings_are_checked():
     """A negative weight, or a device the expert cannot drive, is refused with the fix."""
     with pytest.raises(ConfigError, match="imitation must be >= 0"):
         preset("tiny", imitation=-1.0)
+    with pytest.raises(ConfigError, match="imitation_accel_weight must be >= 0"):
+        preset("tiny", imitation=1.0, imitation_accel_weight=-0.5)
     with pytest.raises(ConfigError, match="--device cpu"):
         preset("tiny", imitation=1.0, device="cuda")
     assert preset("tiny").imitation == 0.0
