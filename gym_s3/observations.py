@@ -67,6 +67,7 @@ def build_observation(
     lookahead_y: Tensor,
     lookahead_v: Tensor,
     wheel_mu: Tensor | None = None,
+    history: Tensor | None = None,
     mode: ObsMode = "default",
 ) -> Tensor:
     """Assemble the observation of N cars (float32, clipped to the spec bounds, never NaN).
@@ -81,7 +82,10 @@ def build_observation(
         lookahead_y: ``(N, K)`` world y of those points [m].
         lookahead_v: ``(N, K)`` target speed at those points [m/s].
         wheel_mu: ``(N, 4)`` friction under the FL, FR, RL, RR wheels; required in ``oracle`` mode.
-        mode: ``"default"`` or ``"oracle"``.
+        history: ``(N, H, 5)`` the last H = :data:`~gym_s3.spec.HISTORY_STEPS` control steps, most
+            recent first, each ``[accel_long, accel_lat, yaw_accel, steer, accel]`` (m/s^2,
+            m/s^2, rad/s^2, action); required in ``history`` mode.
+        mode: ``"default"``, ``"oracle"`` or ``"history"``.
 
     Returns:
         ``(N, F)`` observation with ``F = observation_size(mode)``.
@@ -101,6 +105,10 @@ def build_observation(
         if wheel_mu is None:
             raise ConfigError("obs_mode='oracle' needs the friction under each wheel")
         parts.append(wheel_mu.to(ego.v_long.dtype))
+    elif mode == "history":
+        if history is None:
+            raise ConfigError("obs_mode='history' needs the history of the last control steps")
+        parts.append(history.flatten(1).to(ego.v_long.dtype))
     obs = torch.cat(parts, dim=-1).to(torch.float32)
     if obs.shape[-1] != observation_size(mode):  # pragma: no cover - guards the spec contract
         raise ConfigError(

@@ -10,7 +10,9 @@ BeamNG as ``steering = steer``, ``throttle = max(accel, 0)``, ``brake = max(-acc
 
 Observation (ordered features, float32): ego motion, the previous action, tracking errors, a
 lookahead of reference points in the car frame with their target speeds, and, in the ``oracle``
-mode only, the friction under each wheel. Angles are radians, distances metres, speeds m/s.
+mode only, the friction under each wheel; in the ``history`` mode only, what the car did in each of
+the last :data:`HISTORY_STEPS` control steps (its measured accelerations and the action applied),
+from which a policy can infer the grip it has. Angles are radians, distances metres, speeds m/s.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ LOOKAHEAD_M: tuple[float, ...] = (2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 
 #: Wheel order used for every per-wheel quantity.
 WHEELS: tuple[str, ...] = ("fl", "fr", "rl", "rr")
 
-ObsMode = Literal["default", "oracle"]
-OBS_MODES: tuple[str, ...] = ("default", "oracle")
+#: Control steps the ``history`` observation mode looks back (0.2 s at 20 Hz).
+HISTORY_STEPS = 4
+
+ObsMode = Literal["default", "oracle", "history"]
+OBS_MODES: tuple[str, ...] = ("default", "oracle", "history")
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,27 @@ _ORACLE: tuple[Feature, ...] = tuple(
 )
 
 
+def _history() -> tuple[Feature, ...]:
+    feats = []
+    for k in range(1, HISTORY_STEPS + 1):
+        ago = f"{k} step{'s' if k > 1 else ''} ago"
+        feats += [
+            Feature(f"accel_long_{k}", "m/s^2", -30.0, 30.0,
+                    f"change of v_long over the control step that ended {ago}, per second"),
+            Feature(f"accel_lat_{k}", "m/s^2", -30.0, 30.0,
+                    f"change of v_lat over the control step that ended {ago}, per second"),
+            Feature(f"yaw_accel_{k}", "rad/s^2", -60.0, 60.0,
+                    f"change of yaw_rate over the control step that ended {ago}, per second"),
+            Feature(f"steer_{k}", "1", -1.0, 1.0, f"steer applied in the step that ended {ago}"),
+            Feature(f"accel_{k}", "1", -1.0, 1.0, f"accel applied in the step that ended {ago}"),
+        ]  # fmt: skip
+    return tuple(feats)
+
+
+#: Values of one history step: 3 measured accelerations and the 2 action components applied.
+HISTORY_FRAME = 5
+
+
 def _check_mode(mode: str) -> None:
     if mode not in OBS_MODES:
         raise ConfigError(f"unknown obs_mode '{mode}'; valid modes: {', '.join(OBS_MODES)}")
@@ -100,7 +126,8 @@ def _check_mode(mode: str) -> None:
 def observation_features(mode: ObsMode = "default") -> tuple[Feature, ...]:
     """The ordered observation features of ``mode``."""
     _check_mode(mode)
-    return _EGO + _lookahead() + (_ORACLE if mode == "oracle" else ())
+    extra = {"oracle": _ORACLE, "history": _history()}.get(mode, ())
+    return _EGO + _lookahead() + extra
 
 
 def observation_size(mode: ObsMode = "default") -> int:

@@ -20,7 +20,7 @@ from gym_s3.observations import EgoState, build_observation
 from gym_s3.rewards import compute_reward
 from gym_s3.rows import ResetRows
 from gym_s3.scenarios.pool import ScenarioPool
-from gym_s3.spec import CONTROL_DT_S, LOOKAHEAD_M
+from gym_s3.spec import CONTROL_DT_S, HISTORY_FRAME, HISTORY_STEPS, LOOKAHEAD_M
 from gym_s3.task_config import TaskConfig, lap_task
 from gym_s3.task_starts import EpisodeStarts
 from gym_s3.task_types import END_REASONS, StartPose, TaskStep, TrackSample
@@ -85,6 +85,13 @@ class TrackingTask:
         self.standing = zi.clone()
         self.mu_scale = torch.ones(num_envs, dtype=dtype, device=self.device)
         self.prev_action = torch.zeros(num_envs, 2, dtype=dtype, device=self.device)
+        # obs_mode "history": the last control steps, most recent first (see observations.py),
+        # the motion [v_long, v_lat, yaw_rate] the last one ended with, and whether a car's
+        # motion has been seen (observed or stepped) since its episode began
+        shape = (num_envs, HISTORY_STEPS, HISTORY_FRAME)
+        self.history = torch.zeros(shape, dtype=dtype, device=self.device)
+        self.last_motion = torch.zeros(num_envs, 3, dtype=dtype, device=self.device)
+        self.seen = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
         self.surfaces: SurfaceBatch = pool.surfaces.index(self.variant)
         self.stats = metrics.EpisodeStats.zeros(num_envs, self.device, dtype)
         self.lookahead = torch.tensor(LOOKAHEAD_M, dtype=dtype, device=self.device)
@@ -249,6 +256,10 @@ class TrackingTask:
         self.limit = put(self.limit, self._step_limit(variant, s0))
         self.mu_scale = put(self.mu_scale, mu_scale)
         self.prev_action = put(self.prev_action, prev_action)
+        if self.config.obs_mode == "history":
+            blank = self.history.new_zeros(len(s0), *self.history.shape[1:])
+            self.history = put(self.history, blank)
+            self.seen = put(self.seen, torch.zeros_like(start_idx, dtype=torch.bool))
         self.stats.reset(select.mask)
 
     def _step_limit(self, variant: Tensor, start: Tensor) -> Tensor:
@@ -271,9 +282,9 @@ class TrackingTask:
         rows: Tensor | None = None,
     ) -> Tensor:
         """Observation of every car, or of the cars ``rows`` (``ego`` etc. are those rows)."""
-        pid, variant, prev = self.pid, self.variant, self.prev_action
+        pid, variant, prev, history = self.pid, self.variant, self.prev_action, self.history
         if rows is not None:
-            pid, variant, prev = pid[rows], variant[rows], prev[rows]
+            pid, variant, prev, history = pid[rows], variant[rows], prev[rows], history[rows]
         look_x, look_y, look_v = self.lookahead_points(pid, variant, frenet.s)
         return build_observation(
             ego,
@@ -285,6 +296,7 @@ class TrackingTask:
             lookahead_y=look_y,
             lookahead_v=look_v,
             wheel_mu=wheel_mu,
+            history=history,
             mode=self.config.obs_mode,
         )
 
@@ -319,7 +331,21 @@ class TrackingTask:
         v_ref = self.pool.target_speed(variant, fr.s)
         if wheel_mu is None and self.config.obs_mode == "oracle":
             wheel_mu = self.wheel_friction(ego, rows=rows)
+        if self.config.obs_mode == "history":
+            self._first_sight(ego, rows)
         return self._observe(ego, fr, v_ref, wheel_mu, rows)
+
+    def _first_sight(self, ego: EgoState, rows: Tensor | None) -> None:
+        """Take the motion of cars not seen since their episode began as their history's base."""
+        motion = _motion(ego)
+        if rows is None:
+            self.last_motion = torch.where(self.seen[:, None], self.last_motion, motion)
+            self.seen = torch.ones_like(self.seen)
+            return
+        kept = self.last_motion[rows]
+        motion = torch.where(self.seen[rows][:, None], kept, motion)
+        self.last_motion = self.last_motion.index_copy(0, rows, motion)
+        self.seen = self.seen.index_fill(0, rows, True)
 
     def step(
         self,
@@ -388,6 +414,8 @@ class TrackingTask:
             curvature=fr.curvature,
         )
         self.prev_action = action
+        if cfg.obs_mode == "history":
+            self._remember(ego, action)
         obs = self._observe(ego, fr, v_ref, wheel_mu if cfg.obs_mode == "oracle" else None)
         info: dict[str, Tensor] = {f"reward/{k}": v for k, v in terms.items()}
         info.update(
@@ -412,6 +440,22 @@ class TrackingTask:
         info.update({f"episode/{k}": v for k, v in summary.items()})
         return TaskStep(obs, reward.to(torch.float32), terminated, truncated, info)
 
+    def _remember(self, ego: EgoState, action: Tensor) -> None:
+        """Push the step that just ended onto every car's history (``history`` mode).
+
+        The step's measured accelerations are the change of ``[v_long, v_lat, yaw_rate]`` over
+        it per second, from the motion the car was last seen with (its first observation or its
+        previous step); a car stepped without having been observed since its episode began has
+        none (zeros).
+        """
+        motion = _motion(ego)
+        rates = (motion - self.last_motion) / CONTROL_DT_S
+        rates = torch.where(self.seen[:, None], rates, torch.zeros_like(rates))
+        frame = torch.cat([rates, action], dim=-1)
+        self.history = torch.cat([frame[:, None], self.history[:, :-1]], dim=1)
+        self.last_motion = motion
+        self.seen = torch.ones_like(self.seen)
+
     def _stalled(self, speed: Tensor) -> Tensor:
         """``(N,)`` bool: the car has stood (``speed`` below the stall speed) for the stall time."""
         cfg = self.config
@@ -420,6 +464,11 @@ class TrackingTask:
         if cfg.stall_time_s is None:
             return torch.zeros_like(standing)
         return self.standing >= math.ceil(cfg.stall_time_s / CONTROL_DT_S - 1e-9)
+
+
+def _motion(ego: EgoState) -> Tensor:
+    """``(N, 3)`` ``[v_long, v_lat, yaw_rate]`` (m/s, m/s, rad/s)."""
+    return torch.stack([ego.v_long, ego.v_lat, ego.yaw_rate], dim=-1)
 
 
 def _sanitize(ego: EgoState) -> EgoState:

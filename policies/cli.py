@@ -58,7 +58,9 @@ def _register_train(subparsers: Any) -> None:
     helps = {
         "backend": "dynamics backend to train in (bicycle, ddm, trans, dytr)",
         "dynamics_checkpoint": "dynamics checkpoint path (none: the shipped one of the backend)",
-        "obs_mode": "observation mode: default or oracle",
+        "obs_mode": "observation mode: default; oracle (adds the friction under each wheel); "
+        "history (adds the measured accelerations and the actions of the last 4 control steps, "
+        "from which the grip can be inferred)",
         "num_envs": "cars simulated in parallel",
         "rollout_steps": "steps per car per batch [steps of 50 ms]",
         "total_frames": "stop after this many environment steps",

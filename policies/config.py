@@ -18,6 +18,7 @@ from typing import Any
 
 from gym_s3.errors import ConfigError
 from gym_s3.rewards import RewardWeights
+from gym_s3.spec import OBS_MODES
 
 #: Names of the training pools (:data:`policies.pools.TRAINING_POOLS`).
 POOL_NAMES: tuple[str, ...] = ("all_surfaces", "default", "default_ice", "ice_transitions")
@@ -38,7 +39,8 @@ class PPOConfig:
         backend: dynamics backend the policy trains in (``bicycle``, ``ddm``, ``trans``, ``dytr``).
         dynamics_checkpoint: dynamics checkpoint path (``None``: the shipped default of
             ``backend``; the untrained bicycle if none is shipped).
-        obs_mode: ``default`` or ``oracle`` (friction under the wheels in the observation).
+        obs_mode: ``default``, ``oracle`` (friction under the wheels in the observation) or
+            ``history`` (the measured accelerations and actions of the last 4 control steps).
         num_envs: cars simulated in parallel.
         rollout_steps: steps per car per collected batch (batch = num_envs × rollout_steps frames).
         total_frames: stop after this many environment steps (frames).
@@ -208,8 +210,10 @@ class PPOConfig:
                 f"lr and clip_epsilon must be positive, got lr {self.lr}, clip_epsilon "
                 f"{self.clip_epsilon}"
             )
-        if self.obs_mode not in ("default", "oracle"):
-            raise ConfigError(f"obs_mode must be 'default' or 'oracle', got {self.obs_mode!r}")
+        if self.obs_mode not in OBS_MODES:
+            raise ConfigError(
+                f"obs_mode must be one of {', '.join(OBS_MODES)}, got {self.obs_mode!r}"
+            )
         if self.privileged_critic and self.obs_mode != "default":
             raise ConfigError(
                 "privileged_critic gives the critic the friction under the wheels that the "

@@ -264,7 +264,10 @@ class DistilledCore:
         """Every per-car tensor of the core (backend state, task state, buffers)."""
         out = {f"state.{k}": v for k, v in self.state.tensors().items()}
         task = self.task
-        for name in ("scenario", "variant", "pid", "hint", "s", "steps", "prev_action"):
+        names = ("scenario", "variant", "pid", "hint", "s", "steps", "prev_action")
+        if task.config.obs_mode == "history":
+            names += ("history", "last_motion", "stepped")
+        for name in names:
             out[f"task.{name}"] = getattr(task, name)
         for name, value in vars(task.surfaces).items():
             out[f"task.surfaces.{name}"] = value
