@@ -37,7 +37,7 @@ def test_make_returns_the_batched_env_and_make_vec_a_vector_env(small_kwargs):
     assert vec.metadata["autoreset_mode"] == AutoresetMode.DISABLED
 
 
-@pytest.mark.parametrize("obs_mode", ["default", "oracle"])
+@pytest.mark.parametrize("obs_mode", ["default", "oracle", "history"])
 def test_spaces_are_the_spec_spaces(small_kwargs, obs_mode):
     """Every face builds its spaces from gym_s3.spec (single and batched)."""
     single = gym.make("S3Distilled-v0", obs_mode=obs_mode, **small_kwargs)
@@ -54,9 +54,9 @@ def test_spaces_are_the_spec_spaces(small_kwargs, obs_mode):
 
 
 def test_spaces_equal_those_of_s3beamng(small_kwargs):
-    """The distilled env and the BeamNG env expose identical spaces in both observation modes."""
+    """The distilled env and the BeamNG env expose identical spaces in every observation mode."""
     pytest.importorskip("beamngpy")
-    for mode in ("default", "oracle"):
+    for mode in spec.OBS_MODES:
         beamng = gym.make("S3BeamNG-v0", obs_mode=mode)
         distilled = gym.make("S3Distilled-v0", obs_mode=mode, **small_kwargs)
         assert distilled.observation_space == beamng.observation_space

@@ -200,11 +200,14 @@ def test_oracle_observation_reports_ice_under_the_wheels(ice_kwargs, driver):
     assert torch.allclose(obs[2, mu], torch.ones(4))
 
 
-@pytest.mark.parametrize("backend", ["bicycle", "trans"])
-def test_cpu_subset_resets_equal_the_masked_all_rows_resets(small_kwargs, driver, backend):
+@pytest.mark.parametrize(
+    ("backend", "obs_mode"), [("bicycle", "default"), ("trans", "default"), ("bicycle", "history")]
+)
+def test_cpu_subset_resets_equal_the_masked_all_rows_resets(small_kwargs, driver, backend, obs_mode):
     """CPU start states built for the reset cars only equal the all-rows + where path exactly.
 
-    (Learned backends prefill their attention caches in the start state, so this matters.)
+    (Learned backends prefill their attention caches in the start state, so this matters; the
+    ``history`` observation keeps per-car step history that resets must clear row by row.)
     """
     import warnings
 
@@ -213,8 +216,8 @@ def test_cpu_subset_resets_equal_the_masked_all_rows_resets(small_kwargs, driver
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # untrained weights are fine for an equivalence check
         shared = dynamics.make(backend).requires_grad_(False)
-    envs = [S3DistilledBatchEnv(num_envs=12, max_episode_steps=4, backend=shared, **small_kwargs)
-            for _ in range(2)]  # fmt: skip
+    envs = [S3DistilledBatchEnv(num_envs=12, max_episode_steps=4, backend=shared,
+                                obs_mode=obs_mode, **small_kwargs) for _ in range(2)]  # fmt: skip
     envs[1].core._subset_resets = False
     obs = [env.reset(seed=9)[0] for env in envs]
     for _ in range(10):

@@ -35,10 +35,14 @@ def test_actor_reads_its_leading_features_and_ignores_the_privileged_ones():
     assert not torch.allclose(actor.act(moved), actor.act(obs))
 
 
-def test_privileged_critic_is_refused_for_an_oracle_actor():
-    """An oracle actor already sees the friction: the option is refused, naming what to change."""
+@pytest.mark.parametrize("mode", ["oracle", "history"])
+def test_privileged_critic_is_refused_for_an_oracle_or_history_actor(mode):
+    """The option is for default-observation actors only: refused, naming what to change."""
     with pytest.raises(ConfigError, match="obs_mode='default'"):
-        preset("tiny", obs_mode="oracle", privileged_critic=True)
+        preset("tiny", obs_mode=mode, privileged_critic=True)
+    assert preset("tiny", obs_mode=mode).env_obs_mode == mode
+    with pytest.raises(ConfigError, match="default, oracle, history"):
+        preset("tiny", obs_mode="pixels")
     assert preset("tiny", privileged_critic=True).env_obs_mode == "oracle"
     assert preset("tiny").env_obs_mode == "default"
 
