@@ -99,16 +99,16 @@ _ORACLE: tuple[Feature, ...] = tuple(
 def _history() -> tuple[Feature, ...]:
     feats = []
     for k in range(1, HISTORY_STEPS + 1):
-        ago = f"{k} step{'s' if k > 1 else ''} ago"
+        step = "the last control step" if k == 1 else f"the control step {k - 1} before the last"
         feats += [
             Feature(f"accel_long_{k}", "m/s^2", -30.0, 30.0,
-                    f"change of v_long over the control step that ended {ago}, per second"),
+                    f"change of v_long over {step}, per second (0 before the episode's first)"),
             Feature(f"accel_lat_{k}", "m/s^2", -30.0, 30.0,
-                    f"change of v_lat over the control step that ended {ago}, per second"),
+                    f"change of v_lat over {step}, per second"),
             Feature(f"yaw_accel_{k}", "rad/s^2", -60.0, 60.0,
-                    f"change of yaw_rate over the control step that ended {ago}, per second"),
-            Feature(f"steer_{k}", "1", -1.0, 1.0, f"steer applied in the step that ended {ago}"),
-            Feature(f"accel_{k}", "1", -1.0, 1.0, f"accel applied in the step that ended {ago}"),
+                    f"change of yaw_rate over {step}, per second"),
+            Feature(f"steer_{k}", "1", -1.0, 1.0, f"steer applied in {step}"),
+            Feature(f"accel_{k}", "1", -1.0, 1.0, f"accel applied in {step}"),
         ]  # fmt: skip
     return tuple(feats)
 

@@ -34,7 +34,8 @@ class TaskConfig:
     """Episode, termination and start-state settings of the tracking task.
 
     Attributes:
-        obs_mode: ``"default"`` or ``"oracle"`` (adds the friction under each wheel).
+        obs_mode: ``"default"``, ``"oracle"`` (adds the friction under each wheel) or
+            ``"history"`` (adds the measured accelerations and actions of the last steps).
         max_episode_steps: steps before truncation (20 Hz, so 400 = 20 s); with
             ``time_limit_factor`` it caps the derived limit.
         time_limit_factor: when set, each episode is truncated (``time_limit``) after this

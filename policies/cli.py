@@ -10,6 +10,7 @@ from typing import Any
 
 from gym_s3.errors import ConfigError
 from gym_s3.rewards import RewardWeights
+from gym_s3.spec import HISTORY_STEPS
 
 
 def register(subparsers: Any) -> None:
@@ -59,8 +60,8 @@ def _register_train(subparsers: Any) -> None:
         "backend": "dynamics backend to train in (bicycle, ddm, trans, dytr)",
         "dynamics_checkpoint": "dynamics checkpoint path (none: the shipped one of the backend)",
         "obs_mode": "observation mode: default; oracle (adds the friction under each wheel); "
-        "history (adds the measured accelerations and the actions of the last 4 control steps, "
-        "from which the grip can be inferred)",
+        "history (adds the measured accelerations and the actions of the last "
+        f"{HISTORY_STEPS} control steps, from which the grip can be inferred)",
         "num_envs": "cars simulated in parallel",
         "rollout_steps": "steps per car per batch [steps of 50 ms]",
         "total_frames": "stop after this many environment steps",

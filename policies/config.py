@@ -40,7 +40,7 @@ class PPOConfig:
         dynamics_checkpoint: dynamics checkpoint path (``None``: the shipped default of
             ``backend``; the untrained bicycle if none is shipped).
         obs_mode: ``default``, ``oracle`` (friction under the wheels in the observation) or
-            ``history`` (the measured accelerations and actions of the last 4 control steps).
+            ``history`` (the measured accelerations and actions of the last control steps).
         num_envs: cars simulated in parallel.
         rollout_steps: steps per car per collected batch (batch = num_envs × rollout_steps frames).
         total_frames: stop after this many environment steps (frames).
@@ -215,9 +215,14 @@ class PPOConfig:
                 f"obs_mode must be one of {', '.join(OBS_MODES)}, got {self.obs_mode!r}"
             )
         if self.privileged_critic and self.obs_mode != "default":
+            why = {
+                "oracle": "the actor sees it already",
+                "history": "the critic's observation is the oracle one, without the history the "
+                "actor reads",
+            }[self.obs_mode]
             raise ConfigError(
                 "privileged_critic gives the critic the friction under the wheels that the "
-                f"actor does not see; with obs_mode {self.obs_mode!r} the actor sees it already. "
+                f"actor does not see; with obs_mode {self.obs_mode!r} {why}. "
                 "Use obs_mode='default' or privileged_critic=False"
             )
         if self.update_dtype not in UPDATE_DTYPES:

@@ -26,7 +26,8 @@ Every row of a batch reports the batch's wall-clock time as its ``wall_s``.
 
 Drivers share a batch when they read the same observations: the scripted expert (noise-free,
 :func:`policies.expert_driver.expert_controller`) and every ``default``-mode policy in one batch,
-``oracle``-mode policies in another. Each driver acts on its own rows in one call per step.
+the policies of each other mode (``oracle``, ``history``) in a batch of their own. Each driver
+acts on its own rows in one call per step.
 """
 
 from __future__ import annotations

@@ -94,7 +94,9 @@ PROBES: dict[str, Callable[[np.ndarray, tuple[str, ...]], np.ndarray]] = {
     "no cross-track error": _edit(cross_track_error=0.0),
     "no heading error": _edit(heading_error=0.0),
     "no cross-track or heading error": _edit(cross_track_error=0.0, heading_error=0.0),
-    "no previous action": _edit(prev_steer=0.0, prev_accel=0.0),
+    "no previous action": lambda obs, names: _edit(
+        **{n: 0.0 for n in ("prev_steer", "prev_accel", "steer_1", "accel_1") if n in names}
+    )(obs, names),
     "speed 2 m/s": _speed(2.0),
     "target speeds x2": _scale_targets(2.0),
     "target speeds x3": _scale_targets(3.0),

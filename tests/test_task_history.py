@@ -19,7 +19,8 @@ DEFAULT = spec.observation_size("default")
 
 
 def _task(n: int) -> TrackingTask:
-    pool = ScenarioPool.build([make_circle(60.0)], [[SurfaceLayout.uniform("asphalt")]], PoolConfig())
+    layouts = [[SurfaceLayout.uniform("asphalt")]]
+    pool = ScenarioPool.build([make_circle(60.0)], layouts, PoolConfig())
     task = TrackingTask(pool, n, TaskConfig(obs_mode="history"))
     task.reset(torch.ones(n, dtype=torch.bool), torch.Generator().manual_seed(3))
     return task

@@ -266,7 +266,7 @@ class DistilledCore:
         task = self.task
         names = ("scenario", "variant", "pid", "hint", "s", "steps", "prev_action")
         if task.config.obs_mode == "history":
-            names += ("history", "last_motion", "stepped")
+            names += ("history", "last_motion", "seen")
         for name in names:
             out[f"task.{name}"] = getattr(task, name)
         for name, value in vars(task.surfaces).items():

@@ -30,8 +30,8 @@ def test_native_env_passes_check_env_specs(small_kwargs):
     check_env_specs(env)
     assert env.batch_size == torch.Size([4])
     assert env.observation_spec["observation"].shape == (4, observation_size())
-    oracle = S3DistilledTorchRLEnv(num_envs=2, obs_mode="oracle", **small_kwargs)
-    check_env_specs(oracle)
+    for mode in ("oracle", "history"):
+        check_env_specs(S3DistilledTorchRLEnv(num_envs=2, obs_mode=mode, **small_kwargs))
 
 
 def test_native_partial_reset_resets_only_flagged_cars(small_kwargs):

@@ -203,7 +203,9 @@ def test_oracle_observation_reports_ice_under_the_wheels(ice_kwargs, driver):
 @pytest.mark.parametrize(
     ("backend", "obs_mode"), [("bicycle", "default"), ("trans", "default"), ("bicycle", "history")]
 )
-def test_cpu_subset_resets_equal_the_masked_all_rows_resets(small_kwargs, driver, backend, obs_mode):
+def test_cpu_subset_resets_equal_the_masked_all_rows_resets(
+    small_kwargs, driver, backend, obs_mode
+):
     """CPU start states built for the reset cars only equal the all-rows + where path exactly.
 
     (Learned backends prefill their attention caches in the start state, so this matters; the
@@ -224,5 +226,5 @@ def test_cpu_subset_resets_equal_the_masked_all_rows_resets(small_kwargs, driver
         action = driver(obs[0])
         obs = [env.step(action)[0] for env in envs]
         assert torch.equal(obs[0], obs[1])
-        for key, value in envs[0].core.state.tensors().items():
-            assert torch.equal(value, envs[1].core.state.tensors()[key]), key
+        for key, value in envs[0].core.car_tensors().items():
+            assert torch.equal(value, envs[1].core.car_tensors()[key]), key

@@ -14,7 +14,8 @@ from policies.networks import ActorNet, RunningNorm
 def untrained_policy(folder: Path, obs_mode: str = "default") -> Policy:
     """An untrained (seed 0) bicycle policy with 16-16 hidden units, saved to ``folder/pol``.
 
-    ``obs_mode="oracle"`` (its observation adds the friction) saves to ``folder/pol_oracle``.
+    Another ``obs_mode`` (``oracle``: the observation adds the friction; ``history``: the last
+    control steps) saves to ``folder/pol_<obs_mode>``.
     """
     torch.manual_seed(0)
     size = observation_size(obs_mode)

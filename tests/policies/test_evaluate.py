@@ -163,25 +163,29 @@ def test_batched_distilled_laps_are_the_env_laps(policy, backend):
     assert not np.allclose(batched[0].trajectory, batched[1].trajectory, atol=1e-2)
 
 
-def test_batched_distilled_table_over_two_tracks_and_both_obs_modes_is_the_env_table(
+def test_batched_distilled_table_over_two_tracks_and_every_obs_mode_is_the_env_table(
     policy, tmp_path
 ):
     """Every row of a batched table is the row of its lap driven alone in the env.
 
-    Two tracks (a padded path bank), 0 and 2 patches in one pool, a default and an oracle
-    policy (whose first observation carries the friction under the wheels).
+    Two tracks (a padded path bank), 0 and 2 patches in one pool, a default, an oracle (whose
+    first observation carries the friction under the wheels) and a history policy (whose
+    observations carry the cars' last steps, kept per row of its own batch).
     """
     from policies.evaluate_distilled import lap_backend
     from policies.evaluate_model import Lap, evaluate_model
 
     oracle = untrained_policy(tmp_path, obs_mode="oracle")
+    history = untrained_policy(tmp_path, obs_mode="history")
     laps = [Lap("putnam", "ice", 0), Lap("procedural:201", "asphalt", 2)]
-    rows = evaluate_model([("policy", policy), ("oracle", oracle)], laps, max_steps=40,
-                          progress=False, dynamics=lap_backend("ddm"))  # fmt: skip
+    drivers = [("policy", policy), ("oracle", oracle), ("history", history)]
+    rows = evaluate_model(drivers, laps, max_steps=40, progress=False,
+                          dynamics=lap_backend("ddm"))  # fmt: skip
+    names = ("expert", "policy", "oracle", "history")
     assert [(r.driver, r.condition["track"]) for r in rows] == [
-        (d, lap.track) for lap in laps for d in ("expert", "policy", "oracle")]  # fmt: skip
+        (d, lap.track) for lap in laps for d in names]  # fmt: skip
     for row in rows:
-        driver = {"policy": policy, "oracle": oracle}.get(row.driver)
+        driver = dict(drivers).get(row.driver)
         alone = evaluate_distilled_laps(
             driver if driver is not None else policy, backend="ddm", track=row.condition["track"],
             surfaces=(row.condition["surface"],), ice_patches=(row.condition["ice_patches"],),

@@ -28,8 +28,8 @@ from gym_s3.tracks.surfaces import SURFACE_NAMES
 
 #: every base surface, ice patches on top (zero to four per layout)
 SOAK_LAYOUT = LayoutConfig(base=SURFACE_NAMES, patches=PatchConfig(count=(0, 4), surface="ice"))
-#: observation mode per backend (both modes are covered)
-OBS_MODE = {"bicycle": "default", "ddm": "oracle", "trans": "default", "dytr": "oracle"}
+#: observation mode per backend (every mode is covered)
+OBS_MODE = {"bicycle": "default", "ddm": "oracle", "trans": "history", "dytr": "oracle"}
 #: actions are drawn uniformly from [-ACTION_RANGE, ACTION_RANGE] (beyond 1: clipped)
 ACTION_RANGE = 1.2
 
