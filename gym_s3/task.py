@@ -87,10 +87,12 @@ class TrackingTask:
         self.prev_action = torch.zeros(num_envs, 2, dtype=dtype, device=self.device)
         # obs_mode "history": the last control steps, most recent first (see observations.py),
         # the motion [v_long, v_lat, yaw_rate] the last one ended with, and whether a car's
-        # motion has been seen (observed or stepped) since its episode began
-        shape = (num_envs, HISTORY_STEPS, HISTORY_FRAME)
+        # motion has been seen (observed or stepped) since its episode began; in the other
+        # modes the first two hold no columns (no memory per car)
+        keeps = config.obs_mode == "history"
+        shape = (num_envs, HISTORY_STEPS if keeps else 0, HISTORY_FRAME)
         self.history = torch.zeros(shape, dtype=dtype, device=self.device)
-        self.last_motion = torch.zeros(num_envs, 3, dtype=dtype, device=self.device)
+        self.last_motion = torch.zeros(num_envs, 3 if keeps else 0, dtype=dtype, device=self.device)
         self.seen = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
         self.surfaces: SurfaceBatch = pool.surfaces.index(self.variant)
         self.stats = metrics.EpisodeStats.zeros(num_envs, self.device, dtype)
