@@ -133,7 +133,7 @@ class PipelineConfig:
 
 #: How long the ``quick`` preset takes, as ``s3 pipeline --help`` and the README state it.
 QUICK_DURATION = (
-    "about 7-9 minutes on a 2-core CPU: 5 for the PPO time budget, about 1 for laps of five "
+    "about 7-11 minutes on a 2-core CPU: 5 for the PPO time budget, about 1 for laps of five "
     "policies beside the scripted expert in the batched vehicle model"
 )
 
