@@ -89,7 +89,7 @@ class TrackingTask:
         # the motion [v_long, v_lat, yaw_rate] the last one ended with, and whether a car's
         # motion has been seen (observed or stepped) since its episode began; in the other
         # modes the first two hold no columns (no memory per car)
-        keeps = config.obs_mode == "history"
+        keeps = self.keeps_history = config.obs_mode == "history"
         shape = (num_envs, HISTORY_STEPS if keeps else 0, HISTORY_FRAME)
         self.history = torch.zeros(shape, dtype=dtype, device=self.device)
         self.last_motion = torch.zeros(num_envs, 3 if keeps else 0, dtype=dtype, device=self.device)
@@ -258,7 +258,7 @@ class TrackingTask:
         self.limit = put(self.limit, self._step_limit(variant, s0))
         self.mu_scale = put(self.mu_scale, mu_scale)
         self.prev_action = put(self.prev_action, prev_action)
-        if self.config.obs_mode == "history":
+        if self.keeps_history:
             blank = self.history.new_zeros(len(s0), *self.history.shape[1:])
             self.history = put(self.history, blank)
             self.seen = put(self.seen, torch.zeros_like(start_idx, dtype=torch.bool))
@@ -284,9 +284,11 @@ class TrackingTask:
         rows: Tensor | None = None,
     ) -> Tensor:
         """Observation of every car, or of the cars ``rows`` (``ego`` etc. are those rows)."""
-        pid, variant, prev, history = self.pid, self.variant, self.prev_action, self.history
+        pid, variant, prev = self.pid, self.variant, self.prev_action
+        history = self.history if self.keeps_history else None
         if rows is not None:
-            pid, variant, prev, history = pid[rows], variant[rows], prev[rows], history[rows]
+            pid, variant, prev = pid[rows], variant[rows], prev[rows]
+            history = None if history is None else history[rows]
         look_x, look_y, look_v = self.lookahead_points(pid, variant, frenet.s)
         return build_observation(
             ego,
@@ -333,7 +335,7 @@ class TrackingTask:
         v_ref = self.pool.target_speed(variant, fr.s)
         if wheel_mu is None and self.config.obs_mode == "oracle":
             wheel_mu = self.wheel_friction(ego, rows=rows)
-        if self.config.obs_mode == "history":
+        if self.keeps_history:
             self._first_sight(ego, rows)
         return self._observe(ego, fr, v_ref, wheel_mu, rows)
 
@@ -416,7 +418,7 @@ class TrackingTask:
             curvature=fr.curvature,
         )
         self.prev_action = action
-        if cfg.obs_mode == "history":
+        if self.keeps_history:
             self._remember(ego, action)
         obs = self._observe(ego, fr, v_ref, wheel_mu if cfg.obs_mode == "oracle" else None)
         info: dict[str, Tensor] = {f"reward/{k}": v for k, v in terms.items()}

@@ -265,7 +265,7 @@ class DistilledCore:
         out = {f"state.{k}": v for k, v in self.state.tensors().items()}
         task = self.task
         names = ("scenario", "variant", "pid", "hint", "s", "steps", "prev_action")
-        if task.config.obs_mode == "history":
+        if task.keeps_history:
             names += ("history", "last_motion", "seen")
         for name in names:
             out[f"task.{name}"] = getattr(task, name)
