@@ -20,6 +20,16 @@ from gym_s3.tracks.path import ReferencePath  # noqa: E402
 # save (and results do not depend on the thread count).
 torch.set_num_threads(1)
 
+#: Most workers ``-n auto`` starts (``addopts`` in pyproject.toml): each imports torch and its
+#: fixtures (about 0.5 GiB), and more than four gain little on the suite's longest files.
+MAX_TEST_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers of ``-n auto``: the CPUs this process may use, at most :data:`MAX_TEST_WORKERS`."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_TEST_WORKERS, usable or 1))
+
 
 @pytest.fixture
 def circle() -> ReferencePath:
