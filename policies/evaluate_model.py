@@ -24,10 +24,13 @@ starts them (no teleport step), and the rows are named ``S3Distilled-v0/<backend
 
 Every row of a batch reports the batch's wall-clock time as its ``wall_s``.
 
-Drivers share a batch when they read the same observations: the scripted expert (noise-free,
-:func:`policies.expert_driver.expert_controller`) and every ``default``-mode policy in one batch,
-the policies of each other mode (``oracle``, ``history``) in a batch of their own. Each driver
-acts on its own rows in one call per step.
+Drivers share a batch when they can read its observations: the ``default`` observation is the
+first columns of the ``oracle`` and ``history`` ones, so the scripted expert (noise-free,
+:func:`policies.expert_driver.expert_controller`) and every ``default``-mode policy ride in the
+batch of the first wider mode among the drivers (one batch, one compilation of the physics and
+one pass of the steps instead of two), reading those first columns; ``oracle`` and ``history``
+policies (neither observation is a prefix of the other) need a batch each. Each driver acts on
+its own rows in one call per step.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from torch import Tensor
 from gym_s3.envs.actions import sanitize_action
 from gym_s3.errors import ActionError, ConfigError
 from gym_s3.progress import progress_bar
+from gym_s3.spec import observation_size
 from gym_s3.threads import configure_threads
 from policies.checkpoint import Policy
 from policies.evaluate import METRICS, RunResult, compare_with_expert, print_run, run_end
@@ -167,6 +171,23 @@ def _drivers_by_mode(
     return groups
 
 
+def _batches(
+    groups: dict[str, list[tuple[str, Policy | None]]],
+) -> dict[str, list[tuple[str, Policy | None]]]:
+    """The batches to drive, keyed by their observation mode.
+
+    The ``default`` group (the expert with it) joins the batch of the first other mode in
+    ``groups``: its observation is the first columns of that mode's. Each other mode keeps a batch
+    of its own.
+    """
+    wider = [mode for mode in groups if mode != "default"]
+    if "default" not in groups or not wider:
+        return dict(groups)
+    batches = {mode: list(drivers) for mode, drivers in groups.items() if mode != "default"}
+    batches[wider[0]] = [*groups["default"], *batches[wider[0]]]
+    return batches
+
+
 def evaluate_model(
     policies: Sequence[tuple[str, Policy]],
     laps: Sequence[Lap],
@@ -204,7 +225,7 @@ def evaluate_model(
         raise ConfigError("no laps to drive: give at least one track, surface and patch count")
     groups = _drivers_by_mode(policies, expert)
     results = []
-    for mode, drivers in groups.items():
+    for mode, drivers in _batches(groups).items():
         results += run_lap_batch(laps, drivers, obs_mode=mode, seed=seed, max_steps=max_steps,
                                  time_limit_s=time_limit_s, fast=fast, progress=progress,
                                  dynamics=dynamics)  # fmt: skip
@@ -234,7 +255,9 @@ def run_lap_batch(
     Args:
         laps: the L laps.
         drivers: ``(name, policy)``; a ``None`` policy is the scripted expert.
-        obs_mode: observation mode of every policy here.
+        obs_mode: observation mode of the batch; each policy reads the first
+            ``observation_size(policy.obs_mode)`` columns, so its mode must be this one or
+            ``default`` (whose observation starts every mode's).
         seed: patch placement seed of laps without their own.
         max_steps: cap on the steps.
         time_limit_s: lap time limit [s] (default: the lap task's derived limit).
@@ -251,6 +274,15 @@ def run_lap_batch(
     from policies.expert_driver import expert_controller
 
     t0 = time.perf_counter()
+    width = {}  # driver index -> observation columns it reads
+    for d, (name, pol) in enumerate(drivers):
+        if pol is not None:
+            if pol.obs_mode not in (obs_mode, "default"):
+                raise ConfigError(
+                    f"policy '{name}' reads the '{pol.obs_mode}' observation, which is not a "
+                    f"prefix of this batch's '{obs_mode}' one; drive it in a batch of its own"
+                )
+            width[d] = observation_size(pol.obs_mode)
     tracks = list(dict.fromkeys(lap.track for lap in laps))
     paths = [cached_track(t) for t in tracks]
     layouts = [[lap_layout(paths[k], lap.surface, lap.ice_patches,
@@ -294,7 +326,8 @@ def run_lap_batch(
         for d, (_, pol) in enumerate(drivers):
             if pol is not None:
                 rows = slice(d * n_laps, (d + 1) * n_laps)
-                action[rows] = torch.as_tensor(pol.act(obs[rows].float())).float().cpu()
+                own = obs[rows, : width[d]].float()
+                action[rows] = torch.as_tensor(pol.act(own)).float().cpu()
         action, nonfinite = sanitize_action(action)
         if bool((nonfinite & ~ended).any()):
             car = int(torch.nonzero(nonfinite & ~ended)[0, 0])

@@ -128,17 +128,55 @@ def test_laps_with_their_own_patch_seeds_share_a_batch(both, ddm):
     assert model[0].layout != other[0].layout  # the seed moves the patches
 
 
-def test_oracle_policies_drive_in_their_own_batch_and_names_must_differ(ddm):
-    """Drivers share a batch by observation mode; the expert rides with the default mode."""
+def test_default_drivers_ride_in_a_wider_batch_and_names_must_differ(ddm):
+    """The expert and default policies join the first wider mode's batch.
+
+    The table keeps its order: the expert, the default policies, then the others.
+    """
     from gym_s3.errors import ConfigError
-    from policies.evaluate_model import _drivers_by_mode
+    from policies.evaluate_model import _batches, _drivers_by_mode
 
     oracle = resolve_policy("oracle")[1]
-    groups = _drivers_by_mode([("ddm", ddm), ("oracle", oracle)], expert=True)
+    groups = _drivers_by_mode([("oracle", oracle), ("ddm", ddm)], expert=True)
     assert {m: [n for n, _ in g] for m, g in groups.items()} == {
         "default": [EXPERT, "ddm"], "oracle": ["oracle"]}  # fmt: skip
+    assert {m: [n for n, _ in g] for m, g in _batches(groups).items()} == {
+        "oracle": [EXPERT, "ddm", "oracle"]}  # fmt: skip
+    alone = _drivers_by_mode([("ddm", ddm)], expert=True)
+    assert {m: [n for n, _ in g] for m, g in _batches(alone).items()} == {
+        "default": [EXPERT, "ddm"]}  # fmt: skip
     with pytest.raises(ConfigError, match="names must differ"):
         _drivers_by_mode([("ddm", ddm), ("ddm", ddm)], expert=False)
+
+
+def test_a_default_policy_reads_the_same_observation_in_an_oracle_batch(both, ddm):
+    """Beside an oracle policy the expert and ddm give the rows of their own default batch.
+
+    In the one oracle-mode batch they read the oracle observation's first columns, which are the
+    default observation.
+    """
+    from gym_s3.errors import ConfigError
+    from policies.evaluate_model import run_lap_batch
+
+    _, model = both
+    oracle = resolve_policy("oracle")[1]
+    mixed = evaluate_model([("policy", ddm), ("oracle", oracle)],
+                           lap_grid(["putnam"], SURFACES, PATCHES), max_steps=STEPS, fast=False,
+                           progress=False)  # fmt: skip
+    by_lap = {(repr(r.condition), r.driver): r for r in mixed}
+    for r in model:
+        assert not mismatch(r, by_lap[repr(r.condition), r.driver], 1e-6, 1e-7), r.describe()
+    assert {r.driver for r in mixed} == {EXPERT, "policy", "oracle"}
+    with pytest.raises(ConfigError, match="not a prefix"):  # an oracle policy in a default batch
+        run_lap_batch(
+            lap_grid(["putnam"], ("asphalt",), (0,)),
+            [("oracle", oracle)],
+            obs_mode="default",
+            seed=0,
+            max_steps=1,
+            time_limit_s=None,
+            fast=False,
+        )
 
 
 @pytest.mark.slow
