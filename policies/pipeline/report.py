@@ -160,11 +160,23 @@ _FIGURE_KINDS = {
 }
 
 
-def figure_caption(image: str) -> str:
+#: How the report names where its validation laps ran, per ``PipelineConfig.eval_simulator``:
+#: ``(section heading, figure captions)``.
+VALIDATION_SIMULATORS: dict[str, tuple[str, str]] = {
+    "standin": ("S3BeamNG-v0 (open stand-in)", "S3BeamNG-v0 on the open stand-in"),
+    "model": (
+        "the open stand-in's vehicle model (batched in-process)",
+        "the open stand-in's vehicle model, batched in-process",
+    ),
+}
+
+
+def figure_caption(image: str, where_driven: str = VALIDATION_SIMULATORS["standin"][1]) -> str:
     """A caption for a report figure from its path, e.g. ``evaluate/ddm/errors_asphalt_p4_s1.png``.
 
-    Evaluation figures name the policy, the condition (surface, ice patches, patch seed) and
-    what is plotted; distillation figures name their file.
+    Evaluation figures name the policy, where it drove (``where_driven``, from
+    :data:`VALIDATION_SIMULATORS`), the condition (surface, ice patches, patch seed) and what is
+    plotted; distillation figures name their file.
     """
     parts = Path(image).parts
     stem = Path(image).stem
@@ -181,7 +193,7 @@ def figure_caption(image: str) -> str:
         elif token:
             condition.append(token)
     where = f" ({', '.join(condition)})" if condition else ""
-    return f"Policy '{parts[1]}' in S3BeamNG-v0 on the open stand-in{where}: {what}."
+    return f"Policy '{parts[1]}' in {where_driven}{where}: {what}."
 
 
 def write_report(
@@ -249,7 +261,7 @@ def write_report(
         "|---|---|",
         *(f"| {name} | {budget} |" for name, budget in budgets.items()),
         "",
-        "## 4. Validation in S3BeamNG-v0 (open stand-in), Putnam Park",
+        f"## 4. Validation in {VALIDATION_SIMULATORS[config.eval_simulator][0]}, Putnam Park",
         _policy_table(evaluation["results"]),
         "## 5. Backend scorecard",
         scorecard_markdown(score),
@@ -263,7 +275,8 @@ def write_report(
     md += ["## Figures"]
     images = _images(root / "evaluate", root) + _images(root / "distill", root)
     for number, img in enumerate(images):
-        md += [f"![{img}]({img})", "", f"*Figure {number + 1}. {figure_caption(img)}*", ""]
+        caption = figure_caption(img, VALIDATION_SIMULATORS[config.eval_simulator][1])
+        md += [f"![{img}]({img})", "", f"*Figure {number + 1}. {caption}*", ""]
     text = "\n".join(md) + "\n"
     md_path = root / "report.md"
     md_path.write_text(text)

@@ -139,7 +139,12 @@ def test_report_marks_unreached_patches_captions_figures_and_renders_markdown(tm
     """Patch runs equal to the plain lap are flagged; figures get captions; HTML has tables."""
     import json
 
-    from policies.pipeline.report import _policy_table, _to_html, figure_caption
+    from policies.pipeline.report import (
+        VALIDATION_SIMULATORS,
+        _policy_table,
+        _to_html,
+        figure_caption,
+    )
 
     def run(patches: int, completion: float, seed: int | None = None) -> dict:
         cond = {"track": "putnam", "surface": "asphalt", "ice_patches": patches}
@@ -163,6 +168,11 @@ def test_report_marks_unreached_patches_captions_figures_and_renders_markdown(tm
     assert caption == ("Policy 'ddm' in S3BeamNG-v0 on the open stand-in (asphalt, 4 ice patches, "
                        "patch seed 1): cross-track error, speed against the target and the "
                        "driver's steering and pedal along the lap.")  # fmt: skip
+    # laps driven in the batched vehicle model (the quick preset) say so, not S3BeamNG-v0
+    batched = figure_caption("evaluate/ddm/trajectory_ice_p0.png",
+                             VALIDATION_SIMULATORS["model"][1])  # fmt: skip
+    assert batched.startswith("Policy 'ddm' in the open stand-in's vehicle model, batched "
+                              "in-process (ice, no ice patches): driven line")  # fmt: skip
     page = _to_html("# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![x](x.png)\n\n*Figure 1. c*\n")
     assert "<table>" in page and "<td>1</td>" in page and '<img src="x.png"' in page
     assert "<em>Figure 1. c</em>" in page
