@@ -219,7 +219,9 @@ def evaluate_model(
         dynamics: drive the distilled env's backend instead of the stand-in's vehicle model.
 
     Returns:
-        per lap, the expert's row first, then the policies' rows in the given order.
+        per lap, the expert's row first, then the policies' rows: the ``default``-mode policies
+        first, then each other mode's in the order its first policy was given, in the given order
+        within a mode.
     """
     if not laps:
         raise ConfigError("no laps to drive: give at least one track, surface and patch count")
@@ -317,7 +319,8 @@ def run_lap_batch(
     trace = _Trace(n, cap)
     ended = torch.zeros(n, dtype=torch.bool)
     bar = progress_bar(enabled=progress, transient=True)
-    job = bar.add_task(f"{env_name}: {n} cars ({obs_mode} obs)", total=cap)
+    modes = "+".join(dict.fromkeys("default" if p is None else p.obs_mode for _, p in drivers))
+    job = bar.add_task(f"{env_name}: {n} cars ({modes} obs)", total=cap)
     bar.start()
     for step in range(cap):
         action = torch.zeros(n, 2, dtype=torch.float32)

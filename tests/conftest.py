@@ -23,12 +23,34 @@ torch.set_num_threads(1)
 #: Most workers ``-n auto`` starts (``addopts`` in pyproject.toml): each imports torch and its
 #: fixtures (about 0.5 GiB), and more than four gain little on the suite's longest files.
 MAX_TEST_WORKERS = 4
+#: Test folders whose files share a session fixture that starts processes of its own (the
+#: two-rank gloo job of ``tests/distributed``): their files run on one worker, so the job starts
+#: once and its timing tests never overlap a second copy of it.
+ONE_WORKER_FOLDERS = ("tests/distributed/",)
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Workers of ``-n auto``: the CPUs this process may use, at most :data:`MAX_TEST_WORKERS`."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(MAX_TEST_WORKERS, usable or 1))
+@pytest.hookimpl(wrapper=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config):
+    """Workers of ``-n auto``: pytest-xdist's count, at most :data:`MAX_TEST_WORKERS`.
+
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` set by the user is taken as it is.
+    """
+    workers = yield
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return workers
+    return max(1, min(MAX_TEST_WORKERS, workers))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Send whole files to workers (``--dist loadfile``), and :data:`ONE_WORKER_FOLDERS` whole."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return next((f for f in ONE_WORKER_FOLDERS if path.startswith(f)), path)
+
+    return FileScheduling(config, log)
 
 
 @pytest.fixture

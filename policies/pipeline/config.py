@@ -9,10 +9,21 @@ from typing import Any
 from gym_s3.errors import ConfigError
 from policies.checkpoint import SHIPPED_POLICIES
 
-__all__ = ["BACKENDS", "POLICIES", "PRESETS", "PipelineConfig", "preset"]
+__all__ = ["BACKENDS", "POLICIES", "PRESETS", "VALIDATION_SIMULATORS", "PipelineConfig", "preset"]
 
 BACKENDS: tuple[str, ...] = ("bicycle", "ddm", "trans", "dytr")
 POLICIES: tuple[str, ...] = SHIPPED_POLICIES
+
+
+#: How the report and the evaluation tables name where the validation laps ran, per
+#: ``PipelineConfig.eval_simulator``: ``(section heading, figure captions and table titles)``.
+VALIDATION_SIMULATORS: dict[str, tuple[str, str]] = {
+    "standin": ("S3BeamNG-v0 (open stand-in)", "S3BeamNG-v0 on the open stand-in"),
+    "model": (
+        "the open stand-in's vehicle model (batched in-process)",
+        "the open stand-in's vehicle model, batched in-process",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -104,7 +115,7 @@ class PipelineConfig:
                 f"device '{self.device}' asked for, but this torch build sees no CUDA GPU; "
                 "install a CUDA build of torch or use --device cpu"
             )
-        if self.eval_simulator not in ("standin", "model"):
+        if self.eval_simulator not in VALIDATION_SIMULATORS:
             raise ConfigError(
                 f"eval_simulator must be 'standin' or 'model', got {self.eval_simulator!r}"
             )

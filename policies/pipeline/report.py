@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.evaluate import describe_condition
-from policies.pipeline.config import PipelineConfig
+from policies.pipeline.config import VALIDATION_SIMULATORS, PipelineConfig
 from policies.pipeline.stages import StageOutcome
 from policies.report import metric_text
 from policies.scorecard import build_scorecard, scorecard_markdown
@@ -157,17 +157,6 @@ _FIGURE_KINDS = {
     "along the lap",
     "run": "animation of the run (top-down view)",
     "labels": "share of the route covered and mean cross-track error per scenario label",
-}
-
-
-#: How the report names where its validation laps ran, per ``PipelineConfig.eval_simulator``:
-#: ``(section heading, figure captions)``.
-VALIDATION_SIMULATORS: dict[str, tuple[str, str]] = {
-    "standin": ("S3BeamNG-v0 (open stand-in)", "S3BeamNG-v0 on the open stand-in"),
-    "model": (
-        "the open stand-in's vehicle model (batched in-process)",
-        "the open stand-in's vehicle model, batched in-process",
-    ),
 }
 
 

@@ -12,7 +12,7 @@ import torch
 
 from gym_s3.errors import ConfigError
 from policies.checkpoint import shipped_policy
-from policies.pipeline.config import BACKENDS, PipelineConfig
+from policies.pipeline.config import BACKENDS, VALIDATION_SIMULATORS, PipelineConfig
 from policies.pipeline.stages import StageOutcome, run_stage
 
 
@@ -189,8 +189,7 @@ def stage_evaluate(folder: Path, config: PipelineConfig, train: StageOutcome) ->
     from policies.report import write_evaluation
 
     runs_of = _evaluate_batched(config, train) if config.eval_simulator == "model" else None
-    where = ("the open stand-in's vehicle model, batched in-process" if runs_of is not None
-             else "S3BeamNG-v0 (open stand-in)")  # fmt: skip
+    where = VALIDATION_SIMULATORS[config.eval_simulator][1]
     results: dict[str, str] = {}
     for name in config.eval_policies:
         checkpoint = train.result["policies"][name]

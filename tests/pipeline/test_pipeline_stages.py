@@ -139,12 +139,8 @@ def test_report_marks_unreached_patches_captions_figures_and_renders_markdown(tm
     """Patch runs equal to the plain lap are flagged; figures get captions; HTML has tables."""
     import json
 
-    from policies.pipeline.report import (
-        VALIDATION_SIMULATORS,
-        _policy_table,
-        _to_html,
-        figure_caption,
-    )
+    from policies.pipeline.config import VALIDATION_SIMULATORS
+    from policies.pipeline.report import _policy_table, _to_html, figure_caption
 
     def run(patches: int, completion: float, seed: int | None = None) -> dict:
         cond = {"track": "putnam", "surface": "asphalt", "ice_patches": patches}
