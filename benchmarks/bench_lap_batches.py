@@ -27,22 +27,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 
 
 def _laps_and_policies() -> tuple[list, list, int]:
     """The quick pipeline's laps, its five shipped policies and its step cap."""
     from policies.checkpoint import load_policy, shipped_policy
-    from policies.evaluate_model import lap_grid
     from policies.pipeline.config import PRESETS
-    from policies.pipeline.steps import _seeded_patches
+    from policies.pipeline.steps import batched_evaluation_laps
 
     cfg = PRESETS["quick"]
-    laps = [replace(lap, seed=seed) if lap.ice_patches else lap
-            for seed, patches in _seeded_patches(cfg)
-            for lap in lap_grid(["putnam"], cfg.eval_surfaces, patches)]  # fmt: skip
     policies = [(name, load_policy(shipped_policy(name))) for name in cfg.eval_policies]
-    return laps, policies, int(cfg.eval_max_steps or 0)
+    return batched_evaluation_laps(cfg), policies, int(cfg.eval_max_steps or 0)
 
 
 def _drive(path: str, fast: bool) -> float:

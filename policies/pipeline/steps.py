@@ -241,6 +241,19 @@ def _evaluate_standin(policy: Any, config: PipelineConfig) -> list:
     return runs
 
 
+def batched_evaluation_laps(config: PipelineConfig) -> list:
+    """The evaluation laps of ``eval_simulator="model"`` (:class:`policies.evaluate_model.Lap`).
+
+    Every seed's laps go into one batch (one compilation of the physics, one pass of the steps);
+    laps with ice patches carry their seed in their condition, as :func:`_mark_seed` writes it.
+    """
+    from policies.evaluate_model import lap_grid
+
+    return [replace(lap, seed=seed) if lap.ice_patches else lap
+            for seed, patches in _seeded_patches(config)
+            for lap in lap_grid(["putnam"], config.eval_surfaces, patches)]  # fmt: skip
+
+
 def _evaluate_batched(config: PipelineConfig, train: StageOutcome) -> dict[str, list]:
     """Every policy's laps in one batch of the vehicle model per seed; rows per policy.
 
@@ -248,16 +261,11 @@ def _evaluate_batched(config: PipelineConfig, train: StageOutcome) -> dict[str, 
     path gives them.
     """
     from policies.checkpoint import load_policy
-    from policies.evaluate_model import evaluate_model, lap_grid
+    from policies.evaluate_model import evaluate_model
     from policies.expert_driver import EXPERT
 
     policies = [(n, load_policy(train.result["policies"][n])) for n in config.eval_policies]
-    # every seed's laps in one batch (one compilation of the physics, one pass of the steps);
-    # laps with ice patches carry their seed in their condition, as _mark_seed writes it
-    laps = [replace(lap, seed=seed) if lap.ice_patches else lap
-            for seed, patches in _seeded_patches(config)
-            for lap in lap_grid(["putnam"], config.eval_surfaces, patches)]  # fmt: skip
-    runs = evaluate_model(policies, laps, seed=config.eval_seeds[0],
+    runs = evaluate_model(policies, batched_evaluation_laps(config), seed=config.eval_seeds[0],
                           max_steps=config.eval_max_steps, fast=config.fast_standin,
                           progress=False)  # fmt: skip
     out: dict[str, list] = {}
