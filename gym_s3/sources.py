@@ -3,9 +3,11 @@
 Every place that drives cars is the same loop: **task + source of cars + driver (+ recorder)**.
 The :class:`~gym_s3.task.TrackingTask` owns the episode (reference, observation, reward,
 termination, truncation); a :class:`CarSource` only moves the cars and reports the
-:class:`~gym_s3.observations.EgoState` the task needs. Three sources exist:
+:class:`~gym_s3.observations.EgoState` the task needs. Four sources exist:
 
 * :class:`BackendCars`: a distilled dynamics backend (``S3Distilled-v0``), N cars as tensors;
+* :class:`EnsembleCars`: several distilled models of one vehicle, each moving its own share of
+  the N cars (``S3Distilled-v0`` with several checkpoints);
 * :class:`VehicleModelCars`: the batched high-fidelity vehicle model (``s3 data generate``);
 * :class:`SimLinkCars`: one car in BeamNG.tech or the open stand-in through the beamngpy client
   (``S3BeamNG-v0``, ``s3 collect``).
@@ -17,8 +19,9 @@ episode.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 import torch
 from torch import Tensor
@@ -34,7 +37,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from gym_s3.dynamics import BackendState, DynamicsBackend
     from gym_s3.vehicle import VehicleModel, VehicleState
 
-__all__ = ["BackendCars", "CarSource", "CarStep", "SimLinkCars", "VehicleModelCars"]
+__all__ = [
+    "BackendCars",
+    "CarSource",
+    "CarStep",
+    "EnsembleCars",
+    "SimLinkCars",
+    "VehicleModelCars",
+]
+
+_Rows = TypeVar("_Rows", EgoState, StartPose)
 
 
 @dataclass(frozen=True)
@@ -116,10 +128,107 @@ class BackendCars:
         self.state = select.put_(self.state, fresh)
         return fresh.ego() if select.rows is not None else self.state.ego()
 
+    def ego(self) -> EgoState:
+        """The N cars' :class:`EgoState`."""
+        return self.state.ego()
+
     def advance(self, action: Tensor, surfaces: SurfaceBatch, wheel_mu: Tensor) -> CarStep:
         """One backend step with the friction under the wheels as input."""
         state = self.state = self.backend.step(self.state, action, wheel_mu)
         return CarStep(state.ego(), state.fault)
+
+
+class EnsembleCars:
+    """N cars split between several models of one vehicle: an ensemble of dynamics backends.
+
+    Member ``k`` moves the cars of rows ``bounds[k] .. bounds[k+1] - 1`` (``bounds[k] = k N // K``
+    for K members), in every episode: each member steps one contiguous slice of the batch, so there
+    is no gather, no per-car loop, and the step stays one static graph under ``torch.compile``.
+    Training a policy across several distillations of the same data (other seeds) or of other
+    data samples the model error the policy must tolerate, as model-based RL does with ensembles;
+    a policy cannot tell which member drives it (the observation does not say).
+
+    The members must share one architecture (the same backend and constructor arguments), so
+    their states concatenate into one :class:`~gym_s3.dynamics.BackendState`.
+
+    Args:
+        backends: the K members, K >= 2.
+        num_cars: N >= K.
+        device: device of the state.
+        dtype: float dtype of the state.
+
+    Attributes:
+        bounds: the K + 1 row boundaries of the members' slices.
+        parts: one :class:`BackendCars` per member, of ``bounds[k+1] - bounds[k]`` cars.
+    """
+
+    def __init__(
+        self,
+        backends: Sequence[DynamicsBackend],
+        num_cars: int,
+        device: torch.device,
+        dtype: torch.dtype,
+    ) -> None:
+        k = len(backends)
+        if k < 2 or num_cars < k:
+            raise ConfigError(
+                f"an ensemble of {k} dynamics models needs at least 2 models and at least one "
+                f"car per model, got {num_cars} cars; pass more checkpoints or more cars"
+            )
+        self.num_cars = num_cars
+        self.bounds = [i * num_cars // k for i in range(k + 1)]
+        self.parts = [BackendCars(b, hi - lo, device, dtype) for b, lo, hi in
+                      zip(backends, self.bounds[:-1], self.bounds[1:], strict=True)]  # fmt: skip
+
+    @property
+    def state(self) -> BackendState:
+        """The backend state of the N cars (a concatenated copy: read it, do not write it)."""
+        from gym_s3.dynamics import BackendState
+
+        return BackendState.cat([part.state for part in self.parts])
+
+    def ego(self) -> EgoState:
+        """The N cars' :class:`EgoState` (cheaper than ``state.ego()``: no history copied)."""
+        return _cat_rows([part.state.ego() for part in self.parts])
+
+    def place(self, select: ResetRows, start: StartPose, wheel_mu: Tensor) -> EgoState:
+        """Place each member's selected cars (see :meth:`CarSource.place`)."""
+        slices = zip(self.parts, self.bounds[:-1], self.bounds[1:], strict=True)
+        if select.rows is None:
+            placed = [
+                part.place(ResetRows(select.mask[lo:hi]), _rows(start, lo, hi), wheel_mu[lo:hi])
+                for part, lo, hi in slices
+            ]
+            return _cat_rows(placed)
+        edges = torch.tensor(self.bounds, device=select.rows.device)
+        cuts = torch.searchsorted(select.rows, edges).tolist()  # indexed rows are ascending
+        placed = []
+        for (part, lo, hi), a, b in zip(slices, cuts[:-1], cuts[1:], strict=True):
+            if b > a:
+                mine = ResetRows(select.mask[lo:hi], select.rows[a:b] - lo)
+                placed.append(part.place(mine, _rows(start, a, b), wheel_mu[a:b]))
+        return _cat_rows(placed)
+
+    def advance(self, action: Tensor, surfaces: SurfaceBatch, wheel_mu: Tensor) -> CarStep:
+        """One step of every member on its own cars."""
+        steps = [
+            part.advance(action[lo:hi], surfaces, wheel_mu[lo:hi])
+            for part, lo, hi in zip(self.parts, self.bounds[:-1], self.bounds[1:], strict=True)
+        ]
+        return CarStep(_cat_rows([s.ego for s in steps]), torch.cat([s.fault for s in steps]))
+
+
+def _rows(batch: _Rows, start: int, stop: int) -> _Rows:
+    """Rows ``start .. stop - 1`` of a dataclass whose fields are all ``(N, ...)`` tensors."""
+    return type(batch)(**{f.name: getattr(batch, f.name)[start:stop] for f in fields(batch)})
+
+
+def _cat_rows(batches: list[_Rows]) -> _Rows:
+    """The rows of dataclasses of ``(N, ...)`` tensors one after another."""
+    first = batches[0]
+    return type(first)(
+        **{f.name: torch.cat([getattr(b, f.name) for b in batches]) for f in fields(first)}
+    )
 
 
 class VehicleModelCars:

@@ -141,6 +141,12 @@ def _register_train(subparsers: Any) -> None:
                    help="tracks of the scenario pool (putnam, procedural:<seed>, town:<seed>, "
                    "or a track file); keep evaluation tracks out of it; "
                    + preset_values(PRESETS, "tracks"))  # fmt: skip
+    p.add_argument("--dynamics-ensemble", nargs="+", default=None, metavar="CHECKPOINT",
+                   help="more dynamics checkpoints of --backend (paths; the backend's name "
+                   "stands for its shipped one): the training cars are split evenly between "
+                   "--dynamics-checkpoint (or the shipped model) and these, each car keeping its "
+                   "model in every episode, so the policy meets the models' disagreement; "
+                   + preset_values(PRESETS, "dynamics_ensemble"))  # fmt: skip
     p.add_argument("--logs", nargs="+", default=None, metavar="PATH",
                    help="driving logs (dataset folders or episode files) whose expert "
                    "trajectories join the scenario pool; "
@@ -236,23 +242,32 @@ def _claim_out(out: Path, *, overwrite: bool) -> None:
             path.unlink()
 
 
-def _run_train(args: argparse.Namespace) -> int:
-    """``s3 train`` (one process, or one rank of a torchrun job; only rank 0 prints)."""
-    from gym_s3 import distributed
-    from gym_s3.threads import use_threads
-    from policies.config import preset
-    from policies.ppo import train
-    from policies.train_log import quick_evaluator
+def train_config(args: argparse.Namespace) -> Any:
+    """The :class:`~policies.config.PPOConfig` of parsed ``s3 train`` arguments.
 
-    use_threads(args.threads)
+    The preset's settings, with every option given on the command line replaced.
+    """
+    from policies.config import preset
+
     overrides = {k: v for k, v in vars(args).items()
                  if k in preset(args.preset).__dataclass_fields__ and v is not None}  # fmt: skip
-    for name in ("logs", "hidden", "tracks"):
+    for name in ("logs", "hidden", "tracks", "dynamics_ensemble"):
         if name in overrides:
             overrides[name] = tuple(overrides[name])
     if "reward" in overrides:
         overrides["reward"] = parse_reward(overrides["reward"], preset(args.preset).reward)
-    config = preset(args.preset, **overrides)
+    return preset(args.preset, **overrides)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    """``s3 train`` (one process, or one rank of a torchrun job; only rank 0 prints)."""
+    from gym_s3 import distributed
+    from gym_s3.threads import use_threads
+    from policies.ppo import train
+    from policies.train_log import quick_evaluator
+
+    use_threads(args.threads)
+    config = train_config(args)
     _claim_out(args.out, overwrite=args.overwrite)
     with distributed.launch(config.device, timeout_s=args.dist_timeout) as ctx:
         quick_eval = quick_evaluator(config) if config.eval_every and ctx.is_main else None

@@ -39,6 +39,11 @@ class PPOConfig:
         backend: dynamics backend the policy trains in (``bicycle``, ``ddm``, ``trans``, ``dytr``).
         dynamics_checkpoint: dynamics checkpoint path (``None``: the shipped default of
             ``backend``; the untrained bicycle if none is shipped).
+        dynamics_ensemble: more dynamics checkpoints of ``backend`` (paths; the backend's name
+            stands for its shipped one). With any, the training cars are split evenly between
+            ``dynamics_checkpoint`` (or the shipped model) and these, each car keeping its model
+            in every episode (``S3Distilled-v0`` with a list of checkpoints): the policy trains
+            against the models' disagreement, not one model's errors.
         obs_mode: ``default``, ``oracle`` (friction under the wheels in the observation) or
             ``history`` (the measured accelerations and actions of the last control steps).
         num_envs: cars simulated in parallel.
@@ -147,6 +152,7 @@ class PPOConfig:
 
     backend: str = "ddm"
     dynamics_checkpoint: str | None = None
+    dynamics_ensemble: tuple[str, ...] = ()
     obs_mode: str = "default"
     num_envs: int = 2048
     rollout_steps: int = 32
@@ -310,7 +316,9 @@ class PPOConfig:
             "device": self.device,
             "seed": self.seed,
         }
-        if self.dynamics_checkpoint is not None:
+        if self.dynamics_ensemble:
+            kw["checkpoint"] = (self.dynamics_checkpoint or self.backend, *self.dynamics_ensemble)
+        elif self.dynamics_checkpoint is not None:
             kw["checkpoint"] = self.dynamics_checkpoint
         if self.logs:
             kw["logs"] = self.logs

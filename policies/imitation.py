@@ -35,7 +35,7 @@ class ExpertLabels(Transform):
     """Write the noise-free expert's action for every car's current state as ``expert_action``.
 
     After every step (the state the next action is chosen in) and every reset (the fresh cars'
-    first state) the expert reads the env's cars (``core.state.ego()``) and task (projection,
+    first state) the expert reads the env's cars (``core.ego()``) and task (projection,
     target speeds, friction under the wheels) and writes ``(N, 2)`` float32 labels. The expert is
     stateful (the integral of its speed controller): it advances once per env step, its state is
     cleared for the cars that start a new episode, and a partial reset leaves the other cars'
@@ -62,7 +62,7 @@ class ExpertLabels(Transform):
     def _act(self) -> Tensor:
         """The expert's ``(N, 2)`` action for the cars' current state (advances its integral)."""
         core = self._core
-        ego = core.state.ego()
+        ego = core.ego()
         return self._expert.act(ego, core.task.measure(ego), core.task).to(torch.float32)
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase

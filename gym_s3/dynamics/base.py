@@ -99,6 +99,18 @@ class BackendState:
             fault=None if self.fault is None else self.fault[rows],
         )
 
+    @staticmethod
+    def cat(states: list[BackendState]) -> BackendState:
+        """The cars of ``states`` one after another (same ``extra`` keys and trailing shapes)."""
+        faults = [s.fault for s in states]
+        return BackendState(
+            pose=torch.cat([s.pose for s in states]),
+            vel=torch.cat([s.vel for s in states]),
+            history=torch.cat([s.history for s in states]),
+            extra={k: torch.cat([s.extra[k] for s in states]) for k in states[0].extra},
+            fault=None if any(f is None for f in faults) else torch.cat(faults),  # type: ignore[arg-type]
+        )
+
     def index_copy(self, rows: Tensor, other: BackendState) -> BackendState:
         """A copy with rows ``rows`` ``(R,)`` replaced by the ``R`` cars of ``other``."""
         return self._combine(other, lambda a, b: a.index_copy(0, rows, b.to(a.dtype)))

@@ -1,4 +1,4 @@
-"""Resolve the dynamics backend of ``S3Distilled-v0``: a name, an instance or a checkpoint."""
+"""Resolve the dynamics of ``S3Distilled-v0``: a name, an instance, a checkpoint or an ensemble."""
 
 from __future__ import annotations
 
@@ -8,8 +8,32 @@ from gym_s3.envs.config import DistilledConfig
 from gym_s3.errors import ConfigError
 
 
+def resolve_backends(config: DistilledConfig) -> tuple:
+    """The :class:`~gym_s3.dynamics.DynamicsBackend` models of ``config``, on its device and dtype.
+
+    One model, except when ``config.checkpoint`` lists several (an ensemble): then one per
+    checkpoint, in order, all of ``config.backend`` (:func:`gym_s3.dynamics.load` refuses another
+    backend) and of one architecture (a :class:`~gym_s3.errors.ConfigError` names the first that
+    differs). See :func:`resolve_backend` for the single model.
+    """
+    if not isinstance(config.checkpoint, tuple):
+        return (resolve_backend(config),)
+    from gym_s3 import dynamics
+
+    name = _checked_name(config)
+    members = tuple(_ready(dynamics.load(path, backend=name), config) for path in config.checkpoint)
+    first = members[0].config()
+    for path, member in zip(config.checkpoint[1:], members[1:], strict=True):
+        if member.config() != first:
+            raise ConfigError(
+                f"the models of a dynamics ensemble must share one architecture; "
+                f"{config.checkpoint[0]} has {first}, {path} has {member.config()}"
+            )
+    return members
+
+
 def resolve_backend(config: DistilledConfig):
-    """The :class:`~gym_s3.dynamics.DynamicsBackend` of ``config`` on its device and dtype.
+    """The single :class:`~gym_s3.dynamics.DynamicsBackend` of ``config`` on its device and dtype.
 
     * an instance is used as given (moved to the env device and dtype in place);
     * an unknown name raises :class:`~gym_s3.errors.ConfigError` listing the registered backends;
@@ -19,33 +43,50 @@ def resolve_backend(config: DistilledConfig):
     * otherwise the default checkpoint shipped for that name is loaded when there is one, else
       the backend is built with default parameters by :func:`gym_s3.dynamics.make` (with a
       warning for the learned backends, whose untrained weights are only good for benchmarks).
+
+    An ensemble (several checkpoints) raises a :class:`~gym_s3.errors.ConfigError`: use
+    :func:`resolve_backends`.
     """
     from gym_s3 import dynamics
 
-    if isinstance(config.backend, dynamics.DynamicsBackend):
-        backend = config.backend
+    if isinstance(config.checkpoint, tuple):
+        raise ConfigError(
+            f"this use needs one dynamics model, got an ensemble of {len(config.checkpoint)} "
+            "checkpoints; pass one checkpoint path"
+        )
+    if isinstance(config.backend, dynamics.DynamicsBackend):  # the user's own: grads untouched
+        return config.backend.to(device=config.device, dtype=config.torch_dtype).eval()
+    name = _checked_name(config)
+    if config.checkpoint is not None:
+        backend = dynamics.load(config.checkpoint, backend=name)
+    elif _has_default_checkpoint(name):
+        backend = dynamics.load(name)
     else:
-        name = config.backend
-        valid = dynamics.backend_names()
-        if name not in valid:
-            raise ConfigError(
-                f"unknown dynamics backend '{name}'; valid backends: {', '.join(valid)}"
+        if name != "bicycle":
+            warnings.warn(
+                f"no trained checkpoint is shipped for backend '{name}'; using untrained "
+                "weights (fine for benchmarks, not for training). Pass checkpoint=<path>.",
+                stacklevel=4,
             )
-        if config.checkpoint is not None:
-            backend = dynamics.load(config.checkpoint, backend=name)
-        elif _has_default_checkpoint(name):
-            backend = dynamics.load(name)
-        else:
-            if name != "bicycle":
-                warnings.warn(
-                    f"no trained checkpoint is shipped for backend '{name}'; using untrained "
-                    "weights (fine for benchmarks, not for training). Pass checkpoint=<path>.",
-                    stacklevel=4,
-                )
-            backend = dynamics.make(name)
-        backend.requires_grad_(False)
-    backend = backend.to(device=config.device, dtype=config.torch_dtype)
-    return backend.eval()
+        backend = dynamics.make(name)
+    return _ready(backend, config)
+
+
+def _checked_name(config: DistilledConfig) -> str:
+    """``config.backend``, a registered name (else a ConfigError listing the valid ones)."""
+    from gym_s3 import dynamics
+
+    name = config.backend
+    valid = dynamics.backend_names()
+    if name not in valid:
+        raise ConfigError(f"unknown dynamics backend '{name}'; valid backends: {', '.join(valid)}")
+    return name
+
+
+def _ready(backend, config: DistilledConfig):
+    """``backend`` frozen, in eval mode, on the env's device and dtype."""
+    backend.requires_grad_(False)
+    return backend.to(device=config.device, dtype=config.torch_dtype).eval()
 
 
 def _has_default_checkpoint(name: str) -> bool:

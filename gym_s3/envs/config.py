@@ -121,14 +121,35 @@ class ScenarioConfig:
 DEFAULT_BACKEND = "ddm"
 
 
-def _default_backend(checkpoint: str | None) -> str:
-    """The backend named in ``checkpoint``'s JSON sidecar, or :data:`DEFAULT_BACKEND`."""
+def _default_backend(checkpoint: str | tuple[str, ...] | None) -> str:
+    """The backend named in ``checkpoint``'s JSON sidecar (an ensemble's first), or the default."""
     if checkpoint is None:
         return DEFAULT_BACKEND
+    first = checkpoint[0] if isinstance(checkpoint, tuple) else checkpoint
+    from gym_s3 import dynamics
     from gym_s3.checkpoints import read_sidecar
 
-    name = read_sidecar(checkpoint).get("meta", {}).get("backend")
+    if first in dynamics.backend_names():
+        return first
+    name = read_sidecar(first).get("meta", {}).get("backend")
     return name if isinstance(name, str) else DEFAULT_BACKEND
+
+
+def _checkpoints(value: Any) -> str | tuple[str, ...] | None:
+    """``checkpoint`` as one path, a tuple of two or more (an ensemble), or ``None``."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if not isinstance(value, Sequence) or not all(isinstance(x, str | os.PathLike) for x in value):
+        raise ConfigError(
+            "checkpoint must be a path, or a list of paths (or backend names, for their shipped "
+            f"checkpoints) for an ensemble of dynamics models, got {value!r}"
+        )
+    items = tuple(os.fspath(x) for x in value)
+    if not items:
+        raise ConfigError("checkpoint is an empty list; pass a path, a list of paths, or None")
+    return items[0] if len(items) == 1 else items
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,7 +163,11 @@ class DistilledConfig:
             shipped DDM, a learned model of the stand-in's dynamics).
         checkpoint: path of a dynamics checkpoint to load (its backend must match ``backend``
             when a name is given); ``None`` loads the checkpoint shipped for that backend (the
-            bicycle without one uses its default parameters).
+            bicycle without one uses its default parameters). A list of two or more paths (a
+            backend name stands for its shipped checkpoint) is an *ensemble*: the cars are split
+            evenly between the models, each car keeping its model in every episode
+            (:class:`~gym_s3.sources.EnsembleCars`); the models must share ``backend`` and
+            architecture.
         device: torch device of every per-car tensor (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
         dtype: float dtype of the simulation, ``"float32"`` or ``"float64"`` (observations are
             always float32).
@@ -161,7 +186,7 @@ class DistilledConfig:
     """
 
     backend: Any = None
-    checkpoint: str | None = None
+    checkpoint: str | tuple[str, ...] | None = None
     device: str = "cpu"
     dtype: str = "float32"
     task: TaskConfig = field(default_factory=TaskConfig)
@@ -174,6 +199,7 @@ class DistilledConfig:
     def __post_init__(self) -> None:
         from gym_s3.dynamics import DynamicsBackend
 
+        object.__setattr__(self, "checkpoint", _checkpoints(self.checkpoint))
         if self.backend is None:
             object.__setattr__(self, "backend", _default_backend(self.checkpoint))
         if not isinstance(self.backend, str | DynamicsBackend):
@@ -207,6 +233,11 @@ class DistilledConfig:
     def torch_dtype(self) -> torch.dtype:
         """The simulation dtype as a :class:`torch.dtype`."""
         return _DTYPES[self.dtype]
+
+    @property
+    def ensemble_size(self) -> int:
+        """Number of dynamics models driving the cars (1 unless ``checkpoint`` lists several)."""
+        return len(self.checkpoint) if isinstance(self.checkpoint, tuple) else 1
 
     @property
     def backend_name(self) -> str:

@@ -31,13 +31,14 @@ from torch import Tensor
 
 from gym_s3.dynamics import BackendState
 from gym_s3.envs.actions import sanitize_action, validate_action
-from gym_s3.envs.backends import resolve_backend
+from gym_s3.envs.backends import resolve_backends
 from gym_s3.envs.config import DistilledConfig
 from gym_s3.envs.pools import scenario_source
 from gym_s3.errors import ConfigError
+from gym_s3.observations import EgoState
 from gym_s3.plausibility import check_seed
 from gym_s3.rows import ResetRows
-from gym_s3.sources import BackendCars
+from gym_s3.sources import BackendCars, EnsembleCars
 from gym_s3.task import TrackingTask
 from gym_s3.threads import configure_threads
 
@@ -76,8 +77,10 @@ class DistilledCore:
         config: the environment config.
 
     Attributes:
-        backend: the dynamics backend (on ``device``, in ``dtype``).
-        cars: the source of the N cars (:class:`~gym_s3.sources.BackendCars` of ``backend``).
+        backends: the dynamics models (on ``device``, in ``dtype``): one, or an ensemble's K.
+        backend: the first of them (the only one unless the config names an ensemble).
+        cars: the source of the N cars: :class:`~gym_s3.sources.BackendCars` of ``backend``, or
+            :class:`~gym_s3.sources.EnsembleCars` of the K models, each moving N / K cars.
         task: the tracking task of the N cars.
         pool: the scenario pool episodes are drawn from.
         paths: the reference paths of the pool (index = path id).
@@ -96,7 +99,8 @@ class DistilledCore:
         self.device = torch.device(config.device)
         configure_threads(config.threads, device=self.device)
         self.dtype = config.torch_dtype
-        self.backend = resolve_backend(config)
+        self.backends = resolve_backends(config)
+        self.backend = self.backends[0]
         source = scenario_source(config.scenario, self.device, self.dtype)
         self.pool = source.pool
         self.paths = source.paths
@@ -105,7 +109,10 @@ class DistilledCore:
         self.seed(config.seed)
         n, dev, dt = num_envs, self.device, self.dtype
         self.wheel_mu = torch.ones(n, 4, device=dev, dtype=dt)
-        self.cars = BackendCars(self.backend, n, dev, dt)
+        if len(self.backends) == 1:
+            self.cars: BackendCars | EnsembleCars = BackendCars(self.backend, n, dev, dt)
+        else:
+            self.cars = EnsembleCars(self.backends, n, dev, dt)
         self.obs = torch.zeros(n, self.observation_size, device=dev)
         self.episode_id = torch.full((n,), -1, dtype=torch.int64, device=dev)
         self._started = False
@@ -126,6 +133,10 @@ class DistilledCore:
     def state(self) -> BackendState:
         """The backend state of the N cars (held by :attr:`cars`)."""
         return self.cars.state
+
+    def ego(self) -> EgoState:
+        """The N cars' :class:`~gym_s3.observations.EgoState` now."""
+        return self.cars.ego()
 
     @property
     def observation_size(self) -> int:
@@ -193,7 +204,7 @@ class DistilledCore:
         self.wheel_mu = select.put(self.wheel_mu, mu)
         self.episode_id = self.episode_id + mask.to(torch.int64)
         if select.rows is None:  # observe every car (keeps the others' projection hints current)
-            obs = self.task.observe(self.state.ego(), self.wheel_mu)
+            obs = self.task.observe(self.ego(), self.wheel_mu)
         else:
             obs = self.task.observe(placed, mu, rows=select.rows)
         return select.put(self.obs, obs)

@@ -137,7 +137,7 @@ class S3DistilledEnv(gym.Env):
     @property
     def ego(self) -> EgoState:
         """The car's state (pose and body velocities) after the last reset or step."""
-        return self.core.state.ego()
+        return self.core.ego()
 
     @property
     def task(self) -> TrackingTask:

@@ -119,3 +119,20 @@ def test_reward_weights_reach_the_task_and_round_trip_through_the_checkpoint_dic
     base = RewardWeights(precision=0.25, speed=0.07)  # a preset's recipe: kept but for the item
     weights = parse_reward(["cross_track=0.4"], base)
     assert (weights.precision, weights.speed, weights.cross_track) == (0.25, 0.07, 0.4)
+
+
+def test_dynamics_ensemble_reaches_the_env_and_round_trips():
+    """``s3 train --dynamics-ensemble`` lists the first model and the others for the env."""
+    from gym_s3.cli import build_parser
+    from policies.cli import train_config
+    from policies.config import config_from_dict, config_to_dict
+
+    argv = ["train", "--preset", "dytr", "--dynamics-ensemble", "runs/a/dytr", "runs/b/dytr"]
+    config = train_config(build_parser().parse_args(argv))
+    assert config.dynamics_ensemble == ("runs/a/dytr", "runs/b/dytr")
+    assert config.env_kwargs()["checkpoint"] == ("dytr", "runs/a/dytr", "runs/b/dytr")
+    own = train_config(build_parser().parse_args([*argv, "--dynamics-checkpoint", "runs/c"]))
+    assert own.env_kwargs()["checkpoint"] == ("runs/c", "runs/a/dytr", "runs/b/dytr")
+    assert config_from_dict(json.loads(json.dumps(config_to_dict(config)))) == config
+    single = train_config(build_parser().parse_args(["train", "--dynamics-checkpoint", "runs/c"]))
+    assert single.env_kwargs()["checkpoint"] == "runs/c"

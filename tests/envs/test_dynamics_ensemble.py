@@ -1,0 +1,133 @@
+"""``S3Distilled-v0`` driven by an ensemble of dynamics models (``checkpoint=[...]``).
+
+Each model moves its own contiguous share of the cars in every episode
+(:class:`gym_s3.sources.EnsembleCars`). These tests drive the same seeded cars through an
+ensemble and through its members alone and compare the trajectories row by row.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gym_s3 import dynamics
+from gym_s3.envs.config import DistilledConfig
+from gym_s3.envs.core import DistilledCore
+from gym_s3.errors import ConfigError
+from gym_s3.sources import EnsembleCars
+
+N = 24
+TRACK = "procedural:3"
+
+
+def _core(checkpoint, *, num_envs: int = N, subset_resets: bool = True, **kw) -> DistilledCore:
+    config = DistilledConfig.from_kwargs(
+        backend="ddm", checkpoint=checkpoint, tracks=TRACK, seed=5, **kw
+    )
+    core = DistilledCore(num_envs, config)
+    core._subset_resets = subset_resets  # False: the accelerators' masked path, here on the CPU
+    return core
+
+
+def _actions(steps: int, n: int = N) -> torch.Tensor:
+    """``(steps, n, 2)`` seeded actions: steering waves and full throttle or braking."""
+    g = torch.Generator().manual_seed(3)
+    steer = 0.6 * torch.sin(torch.arange(steps)[:, None] / 7.0 + torch.rand(n, generator=g) * 6)
+    accel = torch.where(torch.rand(steps, n, generator=g) < 0.8, 1.0, -0.6)
+    return torch.stack([steer, accel], dim=-1)
+
+
+def _drive(core: DistilledCore, actions: torch.Tensor, *, autoreset: bool) -> torch.Tensor:
+    """``(steps, N, 4)`` x, y, yaw, v_long after each step.
+
+    With ``autoreset`` finished cars start new episodes; without, every car keeps driving its
+    first episode's physics past its end (the core does not stop it), the same in every run.
+    """
+    core.reset()
+    trace = []
+    for act in actions:
+        out = core.step(act)
+        ego = core.ego()
+        trace.append(torch.stack([ego.x, ego.y, ego.yaw, ego.v_long], dim=-1))
+        if autoreset:
+            core.autoreset(out.done)
+    return torch.stack(trace)
+
+
+@pytest.fixture(scope="module")
+def other_ddm(tmp_path_factory) -> str:
+    """A second ``ddm`` checkpoint: the shipped one with its weights perturbed by 20 %."""
+    model = dynamics.load("ddm")
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(1 + 0.2 * torch.randn(p.shape, generator=g))
+    stem = tmp_path_factory.mktemp("ensemble") / "ddm_other"
+    dynamics.save(model, stem)
+    return str(stem)
+
+
+def test_copies_of_one_model_drive_like_the_model_through_resets():
+    """K copies of one checkpoint = that checkpoint alone, through partial resets, both paths."""
+    actions = _actions(160)
+    alone = _drive(_core(None), actions, autoreset=True)
+    for subset in (True, False):
+        core = _core(["ddm", "ddm", "ddm"], subset_resets=subset)
+        assert isinstance(core.cars, EnsembleCars) and core.cars.bounds == [0, 8, 16, 24]
+        together = _drive(core, actions, autoreset=True)
+        assert int(core.episode_id.sum()) > N  # cars of every member did reset mid-run
+        torch.testing.assert_close(together, alone, rtol=0, atol=1e-5)
+
+
+def test_each_member_moves_its_own_share_of_the_cars(other_ddm):
+    """Rows 0..N/2-1 follow the first model alone, rows N/2.. the second, step for step."""
+    actions = _actions(40)
+    first = _drive(_core(None), actions, autoreset=False)
+    second = _drive(_core(other_ddm), actions, autoreset=False)
+    assert (first - second).abs().amax() > 0.5  # the two models do differ [m, rad, m/s]
+    core = _core(["ddm", other_ddm])
+    together = _drive(core, actions, autoreset=False)
+    half = N // 2  # float32 round-off only: batches of 12 and 24 rows sum in other orders
+    torch.testing.assert_close(together[:, :half], first[:, :half], rtol=1e-6, atol=1e-4)
+    torch.testing.assert_close(together[:, half:], second[:, half:], rtol=1e-6, atol=1e-4)
+    assert core.state.pose.shape == (N, 3)  # the concatenated state reads every car
+
+
+def test_gym_make_takes_a_list_of_checkpoints(other_ddm):
+    """``gym.make`` passes the list on; the core holds every model, the first as ``backend``."""
+    import gymnasium as gym
+
+    env = gym.make("S3Distilled-v0", checkpoint=["ddm", other_ddm], num_envs=4, tracks=TRACK)
+    core = env.unwrapped.core
+    assert core.config.ensemble_size == 2 and core.config.backend == "ddm"
+    assert len(core.backends) == 2 and core.backends[0] is core.backend
+    env.reset(seed=0)
+    env.step(torch.zeros(4, 2).numpy())
+    env.close()
+
+
+def test_bad_ensembles_are_refused_with_the_reason(tmp_path):
+    """Too few cars, an empty list, two architectures, or an ensemble where one model is needed."""
+    with pytest.raises(ConfigError, match="at least one car per model"):
+        _core(["ddm", "ddm", "ddm"], num_envs=2)
+    with pytest.raises(ConfigError, match="empty list"):
+        DistilledConfig(checkpoint=[])
+    wider = dynamics.make("ddm", hidden=32)
+    stem = tmp_path / "wider"
+    dynamics.save(wider, stem)
+    with pytest.raises(ConfigError, match="share one architecture"):
+        _core(["ddm", str(stem)])
+    from gym_s3.envs.backends import resolve_backend
+
+    with pytest.raises(ConfigError, match="one dynamics model"):
+        resolve_backend(DistilledConfig(checkpoint=["ddm", "ddm"]))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_compiled_ensemble_matches_eager(other_ddm):
+    """``compile=True`` steps the members' slices in one graph: same cars as eager, resets too."""
+    actions = _actions(60)
+    eager = _drive(_core(["ddm", other_ddm]), actions, autoreset=True)
+    compiled = _drive(_core(["ddm", other_ddm], compile=True), actions, autoreset=True)
+    torch.testing.assert_close(compiled, eager, rtol=1e-4, atol=1e-3)
