@@ -33,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="dytr", help="backend whose shipped checkpoint is copied")
     p.add_argument("--sizes", type=int, nargs="+", default=[2048], help="numbers of cars N")
     p.add_argument("--members", type=int, nargs="+", default=[1, 2, 3],
-                   help="ensemble sizes K to time (1: the model alone)")  # fmt: skip
+                   help="ensemble sizes K to time (1: the model alone; ratios are to the first "
+                   "one listed)")  # fmt: skip
     p.add_argument("--rounds", type=int, default=3, help="alternated rounds per configuration")
     p.add_argument("--repeats", type=int, default=30, help="timed env steps per round")
     p.add_argument("--warmup", type=int, default=5, help="untimed env steps before each round")
@@ -46,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"torch {torch.__version__}, CPU, threads {torch.get_num_threads()}, backend "
           f"{args.backend}, {args.rounds} alternated rounds of {args.repeats} steps")  # fmt: skip
-    print(f"{'N':>6} {'K':>3} {'env steps/s':>12} {'ms/step':>9} {'vs K=1':>7}")
+    print(
+        f"{'N':>6} {'K':>3} {'env steps/s':>12} {'ms/step':>9} {'vs K=' + str(args.members[0]):>7}"
+    )
     for n in args.sizes:
         times: dict[int, list[float]] = {k: [] for k in args.members}
         for _ in range(args.rounds):

@@ -170,10 +170,12 @@ class EnsembleCars:
         dtype: torch.dtype,
     ) -> None:
         k = len(backends)
-        if k < 2 or num_cars < k:
+        if k < 2:
+            raise ConfigError(f"an ensemble needs at least 2 dynamics models, got {k}")
+        if num_cars < k:
             raise ConfigError(
-                f"an ensemble of {k} dynamics models needs at least 2 models and at least one "
-                f"car per model, got {num_cars} cars; pass more checkpoints or more cars"
+                f"{num_cars} cars cannot be split between {k} dynamics models (at least one car "
+                f"per model); pass num_envs >= {k} or fewer checkpoints"
             )
         self.num_cars = num_cars
         self.bounds = [i * num_cars // k for i in range(k + 1)]
@@ -207,7 +209,7 @@ class EnsembleCars:
             if b > a:
                 mine = ResetRows(select.mask[lo:hi], select.rows[a:b] - lo)
                 placed.append(part.place(mine, _rows(start, a, b), wheel_mu[a:b]))
-        return _cat_rows(placed)
+        return _cat_rows(placed) if placed else _rows(start.ego(), 0, 0)
 
     def advance(self, action: Tensor, surfaces: SurfaceBatch, wheel_mu: Tensor) -> CarStep:
         """One step of every member on its own cars."""

@@ -277,6 +277,17 @@ class PPOConfig:
                 f"{sorted(set(self.eval_tracks) & set(self.tracks))} are also in tracks; "
                 "choose other eval_tracks (e.g. procedural:<seed> with an unused seed)"
             )
+        if isinstance(self.dynamics_ensemble, str):
+            raise ConfigError(
+                "dynamics_ensemble must be a tuple of checkpoint paths, got the string "
+                f"{self.dynamics_ensemble!r}; write ({self.dynamics_ensemble!r},)"
+            )
+        models = 1 + len(self.dynamics_ensemble)
+        if models > 1 and min(self.num_envs, self.eval_episodes) < models:
+            raise ConfigError(
+                f"num_envs ({self.num_envs}) and eval_episodes ({self.eval_episodes}) must each "
+                f"be at least the {models} dynamics models, so that every model drives a car"
+            )
         if self.time_budget_s is not None and not self.time_budget_s > 0:
             raise ConfigError(f"time_budget_s must be positive, got {self.time_budget_s}")
 

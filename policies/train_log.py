@@ -114,7 +114,8 @@ def quick_evaluator(config: PPOConfig) -> Callable[[Any], dict[str, float]]:
     """``callable(actor_net) -> dict``: a quick evaluation of the policy on held-out tracks.
 
     One deterministic episode per car, ``config.eval_episodes`` cars, on the tracks
-    ``config.eval_tracks`` (none of them in ``config.tracks``), in the training backend with the
+    ``config.eval_tracks`` (none of them in ``config.tracks``), in the training dynamics (with
+    ``config.dynamics_ensemble``, the cars split between its models as in training) with the
     training task settings and a fixed seed, so successive evaluations drive the same scenarios.
     Returns the means of :func:`policies.evaluate_distilled.evaluate_distilled` (cross-track
     error [m], completion [-], steps, ``failure_rate``, ``completed_rate``, ...).

@@ -19,8 +19,22 @@ def resolve_backends(config: DistilledConfig) -> tuple:
     if not isinstance(config.checkpoint, tuple):
         return (resolve_backend(config),)
     from gym_s3 import dynamics
+    from gym_s3.checkpoints import read_sidecar
 
     name = _checked_name(config)
+    for i, path in enumerate(config.checkpoint):
+        if path not in dynamics.backend_names():
+            own = read_sidecar(path).get("meta", {}).get("backend")
+            if own != name:
+                raise ConfigError(
+                    f"the models of a dynamics ensemble must share one backend; model {i} "
+                    f"({path}) is {own!r}, the ensemble's is {name!r}"
+                )
+        elif path != name:
+            raise ConfigError(
+                f"the models of a dynamics ensemble must share one backend; model {i} is the "
+                f"shipped {path!r}, the ensemble's is {name!r}"
+            )
     members = tuple(_ready(dynamics.load(path, backend=name), config) for path in config.checkpoint)
     first = members[0].config()
     for path, member in zip(config.checkpoint[1:], members[1:], strict=True):

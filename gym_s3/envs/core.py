@@ -85,7 +85,8 @@ class DistilledCore:
         pool: the scenario pool episodes are drawn from.
         paths: the reference paths of the pool (index = path id).
         generator: CPU generator of scenario draws and start noise.
-        state: the backend state of the N cars.
+        state: the backend state of the N cars (with an ensemble, a concatenated copy of the
+            models' states: read it, do not write it).
         wheel_mu: ``(N, 4)`` friction under the wheels at the current state [-].
         obs: ``(N, F)`` the latest observation of every car.
         episode_id: ``(N,)`` int64 number of resets of each car (identifies its episode).
@@ -272,7 +273,11 @@ class DistilledCore:
 
     # ------------------------------------------------------------------ introspection
     def car_tensors(self) -> dict[str, Tensor]:
-        """Every per-car tensor of the core (backend state, task state, buffers)."""
+        """Every per-car tensor of the core (backend state, task state, buffers).
+
+        With an ensemble the backend state's tensors are concatenated copies (their sizes are
+        right; writing them changes nothing).
+        """
         out = {f"state.{k}": v for k, v in self.state.tensors().items()}
         task = self.task
         names = ("scenario", "variant", "pid", "hint", "s", "steps", "prev_action")

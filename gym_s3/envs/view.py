@@ -20,7 +20,7 @@ from gym_s3.tracks.surfaces import SURFACE_NAMES
 
 @dataclass(frozen=True)
 class CarSnapshot:
-    """The drawable state of every car at one instant (tensor references, ``(N, ...)``).
+    """The drawable state of every car at one instant (``(N, ...)`` tensors).
 
     Attributes:
         pose: ``(N, 3)`` ``[x, y, yaw]`` [m, m, rad].
@@ -58,11 +58,17 @@ class CoreView:
         self._speed_cache: dict[int, np.ndarray] = {}
 
     def snapshot(self) -> CarSnapshot:
-        """References to the current per-car state (cheap; no copy, no host transfer)."""
+        """The current per-car state, kept through a later autoreset (no host transfer).
+
+        Pose and speed are new ``(N, 3)`` and ``(N,)`` tensors: a partial reset writes the
+        backend state's reset rows in place, which would otherwise redraw the episode's last
+        frame at the next start. The other fields are tensors that resets replace, never write.
+        """
         core = self.core
+        ego = core.ego()
         return CarSnapshot(
-            pose=core.state.pose,
-            speed=core.state.vel[:, 0],
+            pose=torch.stack([ego.x, ego.y, ego.yaw], dim=-1),
+            speed=ego.v_long.clone(),
             variant=core.task.variant,
             episode_id=core.episode_id,
             steps=core.task.steps,

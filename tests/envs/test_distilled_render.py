@@ -127,3 +127,27 @@ def test_missing_pygame_gives_an_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "pygame", None)
     with pytest.raises(MissingDependencyError, match="pip install"):
         TopDownRenderer().render(path=putnam_park(), pose=(0.0, 0.0, 0.0))
+
+
+def test_a_snapshot_keeps_the_last_pose_through_an_autoreset(small_kwargs):
+    """The final frame of an episode draws where the car ended, not its next start.
+
+    A partial reset writes the backend state's reset rows in place; a snapshot taken before it
+    must not see that write.
+    """
+    from gym_s3.envs.view import CoreView
+
+    env = S3DistilledBatchEnv(num_envs=16, max_episode_steps=8, seed=1, **small_kwargs)
+    env.reset(seed=1)
+    view = CoreView(env.core, title="t")
+    action = torch.tensor([[0.3, 1.0]]).expand(16, 2)
+    for _ in range(8):
+        out = env.core.step(action)
+    assert bool(out.done.any())
+    snap = view.snapshot()
+    last = snap.pose.clone()
+    env.core.autoreset(out.done)
+    torch.testing.assert_close(snap.pose, last, rtol=0, atol=0)
+    now = env.core.ego()
+    moved = (torch.stack([now.x, now.y], -1) - last[:, :2]).norm(dim=-1)
+    assert bool((moved[out.done] > 1.0).any())  # the reset cars did move back to a start

@@ -21,9 +21,8 @@ TRACK = "procedural:3"
 
 
 def _core(checkpoint, *, num_envs: int = N, subset_resets: bool = True, **kw) -> DistilledCore:
-    config = DistilledConfig.from_kwargs(
-        backend="ddm", checkpoint=checkpoint, tracks=TRACK, seed=5, **kw
-    )
+    kw.setdefault("backend", "ddm")
+    config = DistilledConfig.from_kwargs(checkpoint=checkpoint, tracks=TRACK, seed=5, **kw)
     core = DistilledCore(num_envs, config)
     core._subset_resets = subset_resets  # False: the accelerators' masked path, here on the CPU
     return core
@@ -37,20 +36,31 @@ def _actions(steps: int, n: int = N) -> torch.Tensor:
     return torch.stack([steer, accel], dim=-1)
 
 
-def _drive(core: DistilledCore, actions: torch.Tensor, *, autoreset: bool) -> torch.Tensor:
+def _drive(
+    core: DistilledCore,
+    actions: torch.Tensor,
+    *,
+    autoreset: bool,
+    resets: dict[int, list[int]] | None = None,
+) -> torch.Tensor:
     """``(steps, N, 4)`` x, y, yaw, v_long after each step.
 
     With ``autoreset`` finished cars start new episodes; without, every car keeps driving its
     first episode's physics past its end (the core does not stop it), the same in every run.
+    ``resets`` maps a step to the cars reset after it (the same draws in every run).
     """
     core.reset()
     trace = []
-    for act in actions:
+    for k, act in enumerate(actions):
         out = core.step(act)
         ego = core.ego()
         trace.append(torch.stack([ego.x, ego.y, ego.yaw, ego.v_long], dim=-1))
         if autoreset:
             core.autoreset(out.done)
+        if resets and k in resets:
+            mask = torch.zeros(core.num_envs, dtype=torch.bool)
+            mask[resets[k]] = True
+            core.reset(mask)
     return torch.stack(trace)
 
 
@@ -75,22 +85,44 @@ def test_copies_of_one_model_drive_like_the_model_through_resets():
         core = _core(["ddm", "ddm", "ddm"], subset_resets=subset)
         assert isinstance(core.cars, EnsembleCars) and core.cars.bounds == [0, 8, 16, 24]
         together = _drive(core, actions, autoreset=True)
-        assert int(core.episode_id.sum()) > N  # cars of every member did reset mid-run
+        bounds = core.cars.bounds
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            assert bool((core.episode_id[lo:hi] > 0).any())  # every model's cars reset mid-run
         torch.testing.assert_close(together, alone, rtol=0, atol=1e-5)
 
 
 def test_each_member_moves_its_own_share_of_the_cars(other_ddm):
-    """Rows 0..N/2-1 follow the first model alone, rows N/2.. the second, step for step."""
+    """Rows 0..N/2-1 follow the first model alone, rows N/2.. the second, step for step.
+
+    Partial resets that straddle the two slices (indexed on the CPU, masked as on accelerators)
+    must start each car from its own model's state.
+    """
     actions = _actions(40)
-    first = _drive(_core(None), actions, autoreset=False)
-    second = _drive(_core(other_ddm), actions, autoreset=False)
-    assert (first - second).abs().amax() > 0.5  # the two models do differ [m, rad, m/s]
-    core = _core(["ddm", other_ddm])
-    together = _drive(core, actions, autoreset=False)
+    resets = {9: [3, 11, 12, 20], 24: [0, 12, 13, 23]}
     half = N // 2  # float32 round-off only: batches of 12 and 24 rows sum in other orders
-    torch.testing.assert_close(together[:, :half], first[:, :half], rtol=1e-6, atol=1e-4)
-    torch.testing.assert_close(together[:, half:], second[:, half:], rtol=1e-6, atol=1e-4)
-    assert core.state.pose.shape == (N, 3)  # the concatenated state reads every car
+    for subset in (True, False):
+        kw = {"autoreset": False, "resets": resets}
+        first = _drive(_core(None, subset_resets=subset), actions, **kw)
+        second = _drive(_core(other_ddm, subset_resets=subset), actions, **kw)
+        assert (first - second).abs().amax() > 0.5  # the two models do differ [m, rad, m/s]
+        core = _core(["ddm", other_ddm], subset_resets=subset)
+        together = _drive(core, actions, **kw)
+        torch.testing.assert_close(together[:, :half], first[:, :half], rtol=1e-6, atol=1e-4)
+        torch.testing.assert_close(together[:, half:], second[:, half:], rtol=1e-6, atol=1e-4)
+
+
+def test_learned_caches_of_an_ensemble_concatenate():
+    """``dytr`` carries attention caches: an ensemble's state and car tensors hold every car's."""
+    alone = _core(None, num_envs=6, backend="dytr")
+    pair = _core(["dytr", "dytr"], num_envs=6, backend="dytr")
+    actions = _actions(12, n=6)
+    _drive(alone, actions, autoreset=True, resets={5: [1, 4]})
+    _drive(pair, actions, autoreset=True, resets={5: [1, 4]})
+    mine, theirs = pair.car_tensors(), alone.car_tensors()
+    assert mine.keys() == theirs.keys() and any(k.startswith("state.extra.") for k in mine)
+    for key, value in mine.items():
+        torch.testing.assert_close(value, theirs[key], rtol=1e-5, atol=1e-4, msg=key)
+    assert pair.bytes_per_env() == alone.bytes_per_env()
 
 
 def test_gym_make_takes_a_list_of_checkpoints(other_ddm):
@@ -108,8 +140,10 @@ def test_gym_make_takes_a_list_of_checkpoints(other_ddm):
 
 def test_bad_ensembles_are_refused_with_the_reason(tmp_path):
     """Too few cars, an empty list, two architectures, or an ensemble where one model is needed."""
-    with pytest.raises(ConfigError, match="at least one car per model"):
+    with pytest.raises(ConfigError, match="pass num_envs >= 3"):
         _core(["ddm", "ddm", "ddm"], num_envs=2)
+    with pytest.raises(ConfigError, match="share one backend; model 1 is the shipped 'dytr'"):
+        _core(["ddm", "dytr"])
     with pytest.raises(ConfigError, match="empty list"):
         DistilledConfig(checkpoint=[])
     wider = dynamics.make("ddm", hidden=32)
