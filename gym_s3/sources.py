@@ -191,7 +191,7 @@ class EnsembleCars:
 
     def ego(self) -> EgoState:
         """The N cars' :class:`EgoState` (cheaper than ``state.ego()``: no history copied)."""
-        return _cat_rows([part.state.ego() for part in self.parts])
+        return _cat_rows([part.ego() for part in self.parts])
 
     def place(self, select: ResetRows, start: StartPose, wheel_mu: Tensor) -> EgoState:
         """Place each member's selected cars (see :meth:`CarSource.place`)."""

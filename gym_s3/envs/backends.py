@@ -12,30 +12,24 @@ def resolve_backends(config: DistilledConfig) -> tuple:
     """The :class:`~gym_s3.dynamics.DynamicsBackend` models of ``config``, on its device and dtype.
 
     One model, except when ``config.checkpoint`` lists several (an ensemble): then one per
-    checkpoint, in order, all of ``config.backend`` (:func:`gym_s3.dynamics.load` refuses another
-    backend) and of one architecture (a :class:`~gym_s3.errors.ConfigError` names the first that
-    differs). See :func:`resolve_backend` for the single model.
+    checkpoint, in order, all of ``config.backend`` and of one architecture (a
+    :class:`~gym_s3.errors.ConfigError` names the first model that differs). See
+    :func:`resolve_backend` for the single model.
     """
     if not isinstance(config.checkpoint, tuple):
         return (resolve_backend(config),)
     from gym_s3 import dynamics
-    from gym_s3.checkpoints import read_sidecar
 
     name = _checked_name(config)
-    for i, path in enumerate(config.checkpoint):
-        if path not in dynamics.backend_names():
-            own = read_sidecar(path).get("meta", {}).get("backend")
-            if own != name:
-                raise ConfigError(
-                    f"the models of a dynamics ensemble must share one backend; model {i} "
-                    f"({path}) is {own!r}, the ensemble's is {name!r}"
-                )
-        elif path != name:
+    members = tuple(_ready(dynamics.load(path), config) for path in config.checkpoint)
+    for i, (path, member) in enumerate(zip(config.checkpoint, members, strict=True)):
+        if member.name != name:
+            shipped = path in dynamics.backend_names()
+            which = f"is the shipped {path!r}" if shipped else f"({path}) is {member.name!r}"
             raise ConfigError(
-                f"the models of a dynamics ensemble must share one backend; model {i} is the "
-                f"shipped {path!r}, the ensemble's is {name!r}"
+                f"the models of a dynamics ensemble must share one backend; model {i} {which}, "
+                f"the ensemble's is {name!r}"
             )
-    members = tuple(_ready(dynamics.load(path, backend=name), config) for path in config.checkpoint)
     first = members[0].config()
     for path, member in zip(config.checkpoint[1:], members[1:], strict=True):
         if member.config() != first:
