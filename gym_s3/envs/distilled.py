@@ -33,7 +33,6 @@ from gymnasium.vector import AutoresetMode
 from gym_s3.envs.config import DistilledConfig
 from gym_s3.envs.core import DistilledCore
 from gym_s3.envs.faces import (
-    ENV_ID,
     RENDER_FPS,
     RENDER_MODES,
     check_render_envs,
@@ -42,6 +41,7 @@ from gym_s3.envs.faces import (
     make_config,
     parse_autoreset,
     torch_infos,
+    view_title,
 )
 from gym_s3.envs.render import tile_frames
 from gym_s3.envs.vector import S3DistilledVectorEnv
@@ -113,7 +113,7 @@ class S3DistilledEnv(gym.Env):
         self.core = DistilledCore(1, self.config)
         self.observation_space = single_observation_space(self.config.task.obs_mode)
         self.action_space = single_action_space()
-        self._view = CoreView(self.core, title=f"{ENV_ID} / {self.config.backend_name}")
+        self._view = CoreView(self.core, title=view_title(self.config))
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start a new episode (``options={"scenario": id}`` picks the scenario)."""
@@ -224,7 +224,7 @@ class S3DistilledBatchEnv(gym.Env):
         self.single_action_space = single_action_space()
         self.observation_space = batched_observation_space(mode, num_envs)
         self.action_space = batched_action_space(num_envs)
-        self._view = CoreView(self.core, title=f"{ENV_ID} / {self.config.backend_name}")
+        self._view = CoreView(self.core, title=view_title(self.config))
         self.last_snapshot: CarSnapshot | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

@@ -33,6 +33,12 @@ def make_config(config: DistilledConfig | None, kwargs: dict[str, Any]) -> Disti
     return DistilledConfig.from_kwargs(config, **kwargs)
 
 
+def view_title(config: DistilledConfig) -> str:
+    """First HUD line of the env's frames: ``"S3Distilled-v0 / dytr"``, and an ensemble's size."""
+    k = config.ensemble_size
+    return f"{ENV_ID} / {config.backend_name}" + (f" (ensemble of {k} models)" if k > 1 else "")
+
+
 def parse_autoreset(mode: AutoresetMode | str, allowed: Sequence[AutoresetMode]) -> AutoresetMode:
     """An :class:`AutoresetMode` from an enum or its name (``"same_step"``, ``"disabled"``)."""
     if isinstance(mode, str):

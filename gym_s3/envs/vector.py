@@ -12,7 +12,6 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gym_s3.envs.config import DistilledConfig
 from gym_s3.envs.core import DistilledCore
 from gym_s3.envs.faces import (
-    ENV_ID,
     RENDER_FPS,
     RENDER_MODES,
     check_render_envs,
@@ -22,6 +21,7 @@ from gym_s3.envs.faces import (
     numpy_infos,
     parse_autoreset,
     torch_infos,
+    view_title,
 )
 from gym_s3.envs.view import CarSnapshot, CoreView
 from gym_s3.errors import ConfigError
@@ -101,7 +101,7 @@ class S3DistilledVectorEnv(VectorEnv):
         self.single_action_space = single_action_space()
         self.observation_space = batched_observation_space(mode, num_envs)
         self.action_space = batched_action_space(num_envs)
-        self._view = CoreView(self.core, title=f"{ENV_ID} / {self.config.backend_name}")
+        self._view = CoreView(self.core, title=view_title(self.config))
         self.last_snapshot: CarSnapshot | None = None
 
     # ------------------------------------------------------------------ conversion

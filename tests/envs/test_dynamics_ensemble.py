@@ -165,3 +165,12 @@ def test_compiled_ensemble_matches_eager(other_ddm):
     eager = _drive(_core(["ddm", other_ddm]), actions, autoreset=True)
     compiled = _drive(_core(["ddm", other_ddm], compile=True), actions, autoreset=True)
     torch.testing.assert_close(compiled, eager, rtol=1e-4, atol=1e-3)
+
+
+def test_frames_name_the_ensemble():
+    """Rendered frames say that several models drive the cars (one model: the backend alone)."""
+    from gym_s3.envs.faces import view_title
+
+    ensemble = DistilledConfig.from_kwargs(backend="ddm", checkpoint=["ddm", "ddm", "ddm"])
+    assert view_title(ensemble) == "S3Distilled-v0 / ddm (ensemble of 3 models)"
+    assert view_title(DistilledConfig.from_kwargs(backend="ddm")) == "S3Distilled-v0 / ddm"
