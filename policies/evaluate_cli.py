@@ -30,6 +30,7 @@ def register(subparsers: Any) -> None:
     """Add ``s3 evaluate`` to the ``s3`` parser."""
     from gym_s3.scenarios import LABELS
     from policies.checkpoint import SHIPPED_POLICIES
+    from policies.report import PLOT_CHOICES
 
     p = subparsers.add_parser(
         "evaluate",
@@ -103,6 +104,14 @@ def register(subparsers: Any) -> None:
         "--beamng",
         action="store_true",
         help="drive in BeamNG.tech at --host/--port instead of the open stand-in",
+    )
+    p.add_argument(
+        "--plots",
+        choices=PLOT_CHOICES,
+        default="all",
+        help="which runs get a trajectory and an error plot (two PNGs per run and driver, about "
+        "a second each on one core): all; failed: every driver's run of a lap that one driver did "
+        "not complete; none (the table, JSON and GIFs are written either way)",
     )
     p.add_argument(
         "--no-expert",
@@ -195,7 +204,7 @@ def _run(args: argparse.Namespace) -> int:
     who = ", ".join(f"{n if n != 'policy' else p.path} ({p.backend})" for n, p in named)
     where = f" in the {results[0].env}" if args.simulator == "model" and results else ""
     title = f"Polic{'y' if len(named) == 1 else 'ies'} {who}{where}"
-    paths = write_evaluation(compare_with_expert(results), args.out, title=title)
+    paths = write_evaluation(compare_with_expert(results), args.out, title=title, plots=args.plots)
     for path in paths:
         print(path)
     return 0

@@ -190,12 +190,33 @@ def plot_labels(results: Sequence[RunResult], out: Path) -> list[Path]:
     return [path]
 
 
+#: which runs ``write_evaluation`` plots: every run, every run of a lap that some driver did not
+#: complete, or none
+PLOT_CHOICES = ("all", "failed", "none")
+
+
+def runs_to_plot(results: Sequence[RunResult], plots: str) -> list[bool]:
+    """Per run, whether it gets its trajectory and error plots under ``plots`` (PLOT_CHOICES).
+
+    ``failed`` keeps every driver's run of a lap (same condition) that one driver did not
+    complete, so the expert's lap sits beside the policy's that left the road or stalled.
+    """
+    if plots not in PLOT_CHOICES:
+        raise ValueError(f"plots must be one of {PLOT_CHOICES}, got {plots!r}")
+    if plots != "failed":
+        return [plots == "all"] * len(results)
+    key = [json.dumps(r.condition, sort_keys=True, default=str) for r in results]
+    failed = {k for k, r in zip(key, results, strict=True) if r.terminated_by != "completed"}
+    return [k in failed for k in key]
+
+
 def write_evaluation(
     results: Sequence[RunResult],
     out_dir: str | Path,
     *,
     title: str,
     paths_and_layouts: Sequence[tuple] | None = None,
+    plots: str = "all",
 ) -> list[Path]:
     """Write ``results.json``, ``results.md``, plots and GIFs of an evaluation; print the table.
 
@@ -205,10 +226,13 @@ def write_evaluation(
         title: report title.
         paths_and_layouts: per run, the ``(ReferencePath, SurfaceLayout)`` to plot it on
             (default: taken from ``result.condition`` via the track registry).
+        plots: which runs get their two plots (:func:`runs_to_plot`; about a second each on
+            one core, so ``failed`` or ``none`` for tables of hundreds of laps).
 
     Returns:
         the written files.
     """
+    plotted = runs_to_plot(results, plots)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     print_table(results, title)
@@ -221,7 +245,7 @@ def write_evaluation(
             path, layout = paths_and_layouts[i]
         else:
             path, layout = r.reference, r.layout
-        if path is not None and len(r.trajectory):
+        if plotted[i] and path is not None and len(r.trajectory):
             files += plot_run(r, path, layout, out)
         if r.frames:
             from gym_s3.envs.gif import write_gif

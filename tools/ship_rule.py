@@ -22,9 +22,10 @@ Of these only Putnam is in a training pool (Putnam, procedural 0-3, towns 0-5).
     python tools/ship_rule.py run runs/cand.json --against dytr --out runs/ship_dytr  # drive, judge
     python tools/ship_rule.py judge runs/ship_dytr --candidate cand --against dytr     # judge again
 
-``run`` writes one ``s3 evaluate`` folder per part (``DIR/<part>/results.json``, tables, plots;
-``DIR/<part>.log``) and ``DIR/ship_rule.md``; the parts run ``--jobs`` at a time, one torch
-thread each. Lap results are deterministic: the shipped policy's counts repeat from run to run.
+``run`` writes one ``s3 evaluate`` folder per part (``DIR/<part>/results.json``, tables, and
+plots of the laps some driver did not complete; ``DIR/<part>.log``) and ``DIR/ship_rule.md``;
+the parts run ``--jobs`` at a time, one torch thread each. Lap results are deterministic: the
+shipped policy's counts repeat from run to run.
 """
 
 from __future__ import annotations
@@ -184,7 +185,7 @@ def _evaluate(part: Part, policies: list[str], out: Path) -> tuple[str, int, flo
     """Run ``s3 evaluate`` for one part (one torch thread); ``(name, exit status, seconds)``."""
     cmd = [sys.executable, "-m", "gym_s3.cli", "evaluate", *policies, "--simulator", "model",
            "--tracks", ",".join(part.tracks), "--conditions", part.conditions,
-           "--out", str(out / part.name)]  # fmt: skip
+           "--plots", "failed", "--out", str(out / part.name)]  # fmt: skip
     env = dict(os.environ, OMP_NUM_THREADS="1", S3_TORCH_THREADS="1")
     start = time.perf_counter()
     with open(out / f"{part.name}.log", "w") as log:

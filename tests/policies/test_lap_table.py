@@ -12,6 +12,7 @@ from gym_s3.cli import main
 from policies.checkpoint import Policy
 from policies.evaluate import RunResult, compare_with_expert
 from policies.evaluate_distilled import evaluate_distilled_laps
+from policies.report import runs_to_plot
 
 
 @pytest.fixture
@@ -72,6 +73,32 @@ def test_cli_time_limit_ends_laps_as_time_limit_with_expert_rows(policy, tmp_pat
     assert "lap time / expert" in table and "| expert |" in table
     assert (out / "trajectory_ice_p0_expert.png").exists()
     assert (out / "trajectory_ice_p0.png").exists()
+
+
+def test_plot_choice_keeps_every_driver_of_a_failed_lap():
+    """``failed``: every driver's run of a lap that one driver did not complete; ``none``: none."""
+    rows = [
+        _row("expert", "ice", "completed", 0.2, 100.0),
+        _row("policy", "ice", "off_track", 0.3, 50.0),
+        _row("expert", "snow", "completed", 0.5, 80.0),
+        _row("policy", "snow", "completed", 1.0, 90.0),
+    ]
+    assert runs_to_plot(rows, "failed") == [True, True, False, False]
+    assert runs_to_plot(rows, "all") == [True] * 4
+    assert runs_to_plot(rows, "none") == [False] * 4
+    with pytest.raises(ValueError, match="plots must be one of"):
+        runs_to_plot(rows, "some")
+
+
+def test_cli_plots_none_writes_the_tables_without_plots(policy, tmp_path):
+    """``--plots none``: results.json and results.md, not one PNG."""
+    out = tmp_path / "eval"
+    rc = main(["evaluate", str(policy.path), "--env", "distilled", "--surfaces", "ice",
+               "--ice-patches", "0", "--time-limit", "1.5", "--plots", "none",
+               "--out", str(out)])  # fmt: skip
+    assert rc == 0
+    assert (out / "results.json").is_file() and (out / "results.md").is_file()
+    assert not list(out.glob("*.png"))
 
 
 def test_scorecard_policy_quality_leaves_out_the_expert_and_counts_stalls_as_failures():
