@@ -315,6 +315,15 @@ class PPOConfig:
                           slow_start_weight=self.slow_start_weight,
                           friction_noise=self.friction_noise)  # fmt: skip
 
+    @property
+    def dynamics_models(self) -> tuple[str, ...]:
+        """The dynamics checkpoints the cars drive in, in order.
+
+        ``dynamics_checkpoint`` (or the backend's name: its shipped checkpoint), then
+        ``dynamics_ensemble``.
+        """
+        return (self.dynamics_checkpoint or self.backend, *self.dynamics_ensemble)
+
     def env_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``S3Distilled-v0`` for this run."""
         kw: dict[str, Any] = {
@@ -328,7 +337,7 @@ class PPOConfig:
             "seed": self.seed,
         }
         if self.dynamics_ensemble:
-            kw["checkpoint"] = (self.dynamics_checkpoint or self.backend, *self.dynamics_ensemble)
+            kw["checkpoint"] = self.dynamics_models
         elif self.dynamics_checkpoint is not None:
             kw["checkpoint"] = self.dynamics_checkpoint
         if self.logs:

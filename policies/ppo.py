@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from gym_s3 import checkpoints, distributed
+from gym_s3 import checkpoints, distributed, dynamics
 from gym_s3._optional import require
 from gym_s3.distributed import DistContext
 from gym_s3.errors import ConfigError
@@ -42,6 +42,25 @@ from policies.checkpoint import init_actor_from, save_policy
 from policies.config import PPOConfig, config_to_dict
 from policies.networks import ActorNet, CriticNet, RunningNorm
 from policies.train_log import describe, log_row, make_logger
+
+
+def dynamics_sources(config: PPOConfig) -> list[dict[str, str | None]]:
+    """File name, weights SHA-256 and dataset hash of each dynamics model the run trains in.
+
+    Saved with the policy (``training.dynamics_sources``), so a policy names the models it
+    learned in by content, not only by a path on the training machine. A backend trained
+    without any checkpoint (untrained weights, for benchmarks) gives ``None`` fields.
+    """
+    out = []
+    for model in config.dynamics_models:
+        if (
+            model in dynamics.backend_names()
+            and not checkpoints.checkpoint_paths(dynamics.default_checkpoint(model))[1].is_file()
+        ):
+            out.append({"file": None, "sha256": None, "dataset_hash": None})
+        else:
+            out.append(dynamics.source(model))
+    return out
 
 
 @dataclass
@@ -278,6 +297,7 @@ def _train(config: PPOConfig, out: Path, ctx: DistContext, *, progress: bool,
     t_collect = time.perf_counter()
     effective_batch = ctx.world_size * config.frames_per_batch
     training = config_to_dict(config)
+    training["dynamics_sources"] = dynamics_sources(config)
     if ctx.enabled:
         training["distributed"] = {"world_size": ctx.world_size, "backend": ctx.backend,
                                    "effective_batch": effective_batch}  # fmt: skip

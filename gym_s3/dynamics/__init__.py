@@ -16,7 +16,7 @@ from gym_s3.dynamics.base import (
     DynamicsBackend,
     integrate_pose,
 )
-from gym_s3.dynamics.io import default_checkpoint, load, save
+from gym_s3.dynamics.io import default_checkpoint, load, save, source
 from gym_s3.dynamics.priming import state_from_window
 from gym_s3.dynamics.registry import backend_names, make, register_backend
 
@@ -31,5 +31,6 @@ __all__ = [
     "make",
     "register_backend",
     "save",
+    "source",
     "state_from_window",
 ]

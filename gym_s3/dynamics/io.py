@@ -84,6 +84,25 @@ def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
     return Path(text)
 
 
+def source(name_or_path: str | os.PathLike[str]) -> dict[str, str | None]:
+    """What identifies a dynamics checkpoint in a record: its file name and weights SHA-256.
+
+    A backend name means its shipped checkpoint (as in :func:`load`). No folder is kept (it
+    would name someone's disk); the hash names the weights even after a shipped file is
+    replaced. Also ``dataset_hash``, the data the checkpoint was distilled from.
+
+    Raises:
+        CheckpointError: no such checkpoint, or a damaged sidecar.
+    """
+    stem = _resolve(name_or_path)
+    sidecar = checkpoints.read_sidecar(stem)
+    return {
+        "file": checkpoints.checkpoint_paths(stem)[1].name,
+        "sha256": sidecar["weights"]["sha256"],
+        "dataset_hash": sidecar.get("meta", {}).get("dataset_hash"),
+    }
+
+
 def load(
     name_or_path: str | os.PathLike[str],
     *,

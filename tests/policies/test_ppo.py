@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+from pathlib import Path
 
 import pytest
 import torch
 
 pytest.importorskip("torchrl")
 
+from gym_s3 import dynamics  # noqa: E402
 from policies.checkpoint import load_policy  # noqa: E402
 from policies.config import PRESETS, preset  # noqa: E402
 from policies.ppo import build_modules, train  # noqa: E402
@@ -54,6 +57,11 @@ def test_tiny_training_run_writes_a_loadable_policy(tmp_path):
     policy = load_policy(result.checkpoint)
     assert policy.backend == "bicycle" and policy.meta["training"]["frames"] == result.frames
     assert policy.actor.norm.count.item() == result.frames  # normaliser saw every frame
+    shipped = json.loads(Path(f"{dynamics.default_checkpoint('bicycle')}.json").read_text())
+    assert policy.meta["training"]["dynamics_sources"] == [
+        {"file": "bicycle.json", "sha256": shipped["weights"]["sha256"],
+         "dataset_hash": shipped["meta"]["dataset_hash"]}
+    ]  # fmt: skip
     assert (tmp_path / "train_summary.json").exists()
     assert list((tmp_path / "logs").rglob("*.csv")) or list((tmp_path / "logs").rglob("*"))
 
@@ -136,3 +144,19 @@ def test_dynamics_ensemble_reaches_the_env_and_round_trips():
     assert config_from_dict(json.loads(json.dumps(config_to_dict(config)))) == config
     single = train_config(build_parser().parse_args(["train", "--dynamics-checkpoint", "runs/c"]))
     assert single.env_kwargs()["checkpoint"] == "runs/c"
+
+
+def test_a_policy_names_its_dynamics_models_by_content(tmp_path):
+    """``training.dynamics_sources``: each model's file and weights hash, in the models' order."""
+    from policies.ppo import dynamics_sources
+
+    copy = tmp_path / "ddm_copy"
+    for suffix in (".json", ".safetensors"):
+        shutil.copy(f"{dynamics.default_checkpoint('ddm')}{suffix}", f"{copy}{suffix}")
+    sources = dynamics_sources(preset("ddm", dynamics_ensemble=(str(copy),)))
+    assert [s["file"] for s in sources] == ["ddm.json", "ddm_copy.json"]
+    assert sources[0]["sha256"] == sources[1]["sha256"]  # the same weights, another file
+    (other,) = dynamics_sources(preset("dytr"))
+    assert other["file"] == "dytr.json" and other["sha256"] != sources[0]["sha256"]
+    (own,) = dynamics_sources(preset("ddm", dynamics_checkpoint=str(copy)))
+    assert own["file"] == "ddm_copy.json"

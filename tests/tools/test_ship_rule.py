@@ -59,8 +59,11 @@ def _lap(driver, track, surface, end="completed", cte=0.05, cte_max=0.3, time_ra
         "driver": driver,
         "condition": {"track": track, "surface": surface, "ice_patches": 0},
         "terminated_by": end,
-        "metrics": {"cte_mean": cte, "cte_max": cte_max, "completion": 1.0 if end == "completed"
-                    else 0.4},  # fmt: skip
+        "metrics": {
+            "cte_mean": cte,
+            "cte_max": cte_max,
+            "completion": 1.0 if end == "completed" else 0.4,
+        },  # fmt: skip
         "vs_expert": None if expert else {"cte_mean": cte / 0.05, "lap_time": time_ratio},
     }
 
