@@ -229,6 +229,19 @@ def _refuse_pickle(path: Path, head: bytes) -> None:
         )
 
 
+def source(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What names a checkpoint in a record: its sidecar's file name and its weights' SHA-256.
+
+    No folder is kept (it would name someone's disk); the hash names the weights even after the
+    file is replaced or renamed.
+
+    Raises:
+        CheckpointError: see :func:`read_sidecar`.
+    """
+    sidecar = read_sidecar(path)
+    return {"file": checkpoint_paths(path)[1].name, "sha256": sidecar["weights"]["sha256"]}
+
+
 def read_sidecar(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Parse and validate the JSON sidecar of a checkpoint (no tensors are read).
 

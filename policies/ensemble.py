@@ -38,8 +38,7 @@ def _members(policy: Policy) -> list[tuple[ActorNet, dict[str, Any], dict[str, A
     """
     source: dict[str, Any] = {"file": None, "sha256": None}
     if policy.path is not None:
-        sidecar = checkpoints.read_sidecar(policy.path)
-        source = {"file": policy.path.name, "sha256": sidecar["weights"]["sha256"]}
+        source = checkpoints.source(policy.path)
     damaged = (f"{policy.path}: the sidecar was edited or damaged; restore it or combine the "
                "member checkpoints again")  # fmt: skip
     if not isinstance(policy.actor, ActorEnsemble):

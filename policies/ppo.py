@@ -47,20 +47,11 @@ from policies.train_log import describe, log_row, make_logger
 def dynamics_sources(config: PPOConfig) -> list[dict[str, str | None]]:
     """File name, weights SHA-256 and dataset hash of each dynamics model the run trains in.
 
-    Saved with the policy (``training.dynamics_sources``), so a policy names the models it
-    learned in by content, not only by a path on the training machine. A backend trained
-    without any checkpoint (untrained weights, for benchmarks) gives ``None`` fields.
+    Saved with the policy (``training.dynamics_sources``, in :attr:`PPOConfig.dynamics_models`
+    order), so a policy names the models it learned in by content, not by a path on the
+    training machine (:func:`gym_s3.dynamics.source`).
     """
-    out = []
-    for model in config.dynamics_models:
-        if (
-            model in dynamics.backend_names()
-            and not checkpoints.checkpoint_paths(dynamics.default_checkpoint(model))[1].is_file()
-        ):
-            out.append({"file": None, "sha256": None, "dataset_hash": None})
-        else:
-            out.append(dynamics.source(model))
-    return out
+    return [dynamics.source(model) for model in config.dynamics_models]
 
 
 @dataclass

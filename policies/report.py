@@ -198,14 +198,14 @@ PLOT_CHOICES = ("all", "failed", "none")
 def runs_to_plot(results: Sequence[RunResult], plots: str) -> list[bool]:
     """Per run, whether it gets its trajectory and error plots under ``plots`` (PLOT_CHOICES).
 
-    ``failed`` keeps every driver's run of a lap (same condition) that one driver did not
+    ``failed`` keeps every driver's run of a lap (same env and condition) that one driver did not
     complete, so the expert's lap sits beside the policy's that left the road or stalled.
     """
     if plots not in PLOT_CHOICES:
         raise ValueError(f"plots must be one of {PLOT_CHOICES}, got {plots!r}")
     if plots != "failed":
         return [plots == "all"] * len(results)
-    key = [json.dumps(r.condition, sort_keys=True, default=str) for r in results]
+    key = [(r.env, json.dumps(r.condition, sort_keys=True, default=str)) for r in results]
     failed = {k for k, r in zip(key, results, strict=True) if r.terminated_by != "completed"}
     return [k in failed for k in key]
 

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from lap_acceptance import cell  # noqa: E402
+
+from policies.expert_driver import EXPERT  # noqa: E402
 
 #: the eight conditions of the lap tables
 CONDITIONS = "asphalt,asphalt_wet,gravel,dirt,snow,ice,asphalt+6,asphalt>ice"
@@ -122,7 +124,7 @@ def count_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Count], dic
     misses: dict[str, list[str]] = {}
     for run in runs:
         driver = run["driver"]
-        if driver == "expert":
+        if driver == EXPERT:
             continue
         ok, text = cell(run, 1.5, 2.5, 1.15)
         completed = run["terminated_by"] == "completed"
@@ -149,6 +151,7 @@ def judge(out: Path, candidate: str, against: str) -> tuple[bool, str]:
     Raises:
         FileNotFoundError: a part's ``results.json`` is missing (the run did not finish).
         KeyError: a driver is absent from a part.
+        ValueError: a driver drove another number of laps than the part has.
     """
     by_group: dict[str, dict[str, Count]] = {g: {} for g in GROUPS}
     misses: dict[str, list[str]] = {}
@@ -160,6 +163,11 @@ def judge(out: Path, candidate: str, against: str) -> tuple[bool, str]:
         for driver in (candidate, against):
             if driver not in counts:
                 raise KeyError(f"{driver!r} did not drive {path} (drivers: {sorted(counts)})")
+            if counts[driver].laps != part.laps:
+                raise ValueError(
+                    f"{driver!r} drove {counts[driver].laps} laps in {path}, the rule has "
+                    f"{part.laps} there; run `ship_rule.py run` into an empty folder"
+                )
             group = by_group[part.group]
             group[driver] = group.get(driver, Count()) + counts[driver]
             misses.setdefault(driver, []).extend(part_misses.get(driver, []))
@@ -193,45 +201,65 @@ def _evaluate(part: Part, policies: list[str], out: Path) -> tuple[str, int, flo
     return part.name, status, time.perf_counter() - start
 
 
-def _driver_name(policy: str) -> str:
-    """The name ``s3 evaluate`` gives a policy argument in its rows."""
-    from policies.checkpoint import SHIPPED_POLICIES
+def driver_names(candidate: str, against: str) -> tuple[str, str]:
+    """The names ``s3 evaluate`` gives the two policies in its rows (both files are checked).
 
-    return policy if policy in SHIPPED_POLICIES else Path(policy).with_suffix("").name
+    Raises:
+        ConfigError: a policy that does not load, two policies of one name, or one named like the
+            expert's rows.
+    """
+    from gym_s3.errors import ConfigError
+    from policies.checkpoint import resolve_policy
+
+    names = (resolve_policy(candidate)[0], resolve_policy(against)[0])
+    if names[0] == names[1]:
+        raise ConfigError(f"candidate and --against are both named {names[0]!r}; rename one file")
+    if EXPERT in names:
+        raise ConfigError(f"a policy named {EXPERT!r} would be read as the expert; rename it")
+    return names
+
+
+def run(candidate: str, against: str, out: Path, jobs: int) -> int:
+    """Drive every part (``jobs`` at a time); 0, or 1 after the first part that failed."""
+    out.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_evaluate, part, [candidate, against], out) for part in PARTS]
+        for future in as_completed(futures):
+            name, status, seconds = future.result()
+            print(f"{name}: exit {status} after {seconds:.0f} s ({out / name}.log)")
+            if status != 0:
+                pool.shutdown(cancel_futures=True)
+                log = (out / f"{name}.log").read_text(errors="replace").splitlines()
+                print("\n".join(log[-15:]), file=sys.stderr)
+                return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``run`` or ``judge``; exit status 0 whether or not the candidate ships."""
+    """``run`` or ``judge``; exit status 0 whether or not the candidate ships, 1 on failure."""
     p = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"{TOTAL_LAPS} laps in {len(PARTS)} runs: "
         + "; ".join(f"{x.name}: {x.laps} laps" for x in PARTS),
     )  # fmt: skip
     sub = p.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="drive the candidate, the shipped policy and the expert, "
-                         "then judge")  # fmt: skip
-    run.add_argument("candidate", help="candidate policy checkpoint (.json sidecar or stem)")
-    run.add_argument("--against", required=True, help="shipped policy name or checkpoint path")
-    run.add_argument("--out", type=Path, required=True, help="output folder")
-    run.add_argument("--jobs", type=int, default=2,
-                     help="parts run at once, one torch thread each (default: 2)")  # fmt: skip
+    run_p = sub.add_parser("run", help="drive the candidate, the shipped policy and the expert, "
+                           "then judge")  # fmt: skip
+    run_p.add_argument("candidate", help="candidate policy checkpoint (.json sidecar or stem)")
+    run_p.add_argument("--against", required=True, help="shipped policy name or checkpoint path")
+    run_p.add_argument("--out", type=Path, required=True, help="output folder")
+    run_p.add_argument("--jobs", type=int, default=2, choices=range(1, 5), metavar="{1..4}",
+                       help="parts run at once, one torch thread each (default: 2)")  # fmt: skip
     jd = sub.add_parser("judge", help="judge the runs of an earlier `run`")
     jd.add_argument("out", type=Path, help="the folder `run` wrote")
     jd.add_argument("--candidate", required=True, help="the candidate's driver name in the rows")
     jd.add_argument("--against", required=True, help="the shipped policy's driver name")
     args = p.parse_args(argv)
     if args.command == "run":
-        candidate, against = _driver_name(args.candidate), _driver_name(args.against)
-        if candidate == against:
-            p.error(f"candidate and --against have the same name {candidate!r}; rename one file")
-        args.out.mkdir(parents=True, exist_ok=True)
-        policies = [args.candidate, args.against]
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            for name, status, seconds in pool.map(lambda x: _evaluate(x, policies, args.out),
-                                                  PARTS):  # fmt: skip
-                print(f"{name}: exit {status} after {seconds:.0f} s ({args.out / name}.log)")
-                if status != 0:
-                    return status
+        candidate, against = driver_names(args.candidate, args.against)
+        status = run(args.candidate, args.against, args.out, args.jobs)
+        if status:
+            return status
     else:
         candidate, against = args.candidate, args.against
     _, text = judge(args.out, candidate, against)

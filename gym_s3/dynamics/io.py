@@ -85,22 +85,23 @@ def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
 
 
 def source(name_or_path: str | os.PathLike[str]) -> dict[str, str | None]:
-    """What identifies a dynamics checkpoint in a record: its file name and weights SHA-256.
+    """What names a dynamics checkpoint in a record: file name, weights SHA-256, dataset hash.
 
-    A backend name means its shipped checkpoint (as in :func:`load`). No folder is kept (it
-    would name someone's disk); the hash names the weights even after a shipped file is
-    replaced. Also ``dataset_hash``, the data the checkpoint was distilled from.
+    A backend name means its shipped checkpoint (as in :func:`load`); a registered backend that
+    ships none (it runs with default parameters or untrained weights) gives ``None`` fields.
 
     Raises:
-        CheckpointError: no such checkpoint, or a damaged sidecar.
+        CheckpointError: no checkpoint at that path, or a damaged sidecar.
     """
-    stem = _resolve(name_or_path)
-    sidecar = checkpoints.read_sidecar(stem)
-    return {
-        "file": checkpoints.checkpoint_paths(stem)[1].name,
-        "sha256": sidecar["weights"]["sha256"],
-        "dataset_hash": sidecar.get("meta", {}).get("dataset_hash"),
-    }
+    from gym_s3.dynamics.registry import backend_names
+
+    text = os.fspath(name_or_path)
+    shipped = default_checkpoint(text)
+    if text in backend_names() and not checkpoints.checkpoint_paths(shipped)[1].is_file():
+        return {"file": None, "sha256": None, "dataset_hash": None}
+    stem = _resolve(text)
+    meta = checkpoints.read_sidecar(stem).get("meta", {})
+    return {**checkpoints.source(stem), "dataset_hash": meta.get("dataset_hash")}
 
 
 def load(

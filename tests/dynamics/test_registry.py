@@ -30,3 +30,15 @@ def test_unknown_backend_lists_the_valid_ones(fresh_registry: None) -> None:
     registry.register_backend("mine", BicycleBackend)
     with pytest.raises(ConfigError, match="bicycle, ddm, trans, dytr, mine"):
         registry.make("ddn")
+
+
+def test_a_backend_without_a_shipped_checkpoint_has_an_empty_source(fresh_registry: None) -> None:
+    """Records name a user backend run without a checkpoint by ``None``; a missing path fails."""
+    from gym_s3 import dynamics
+    from gym_s3.errors import CheckpointError
+
+    registry.register_backend("mine", BicycleBackend)
+    assert dynamics.source("mine") == {"file": None, "sha256": None, "dataset_hash": None}
+    assert dynamics.source("ddm")["file"] == "ddm.json"
+    with pytest.raises(CheckpointError, match="no checkpoint sidecar"):
+        dynamics.source("runs/nowhere/ddm")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -26,6 +27,20 @@ def test_the_laps_are_the_readme_318_and_held_out_but_putnam():
         sizes[part.group] = sizes.get(part.group, 0) + part.laps
     assert sizes == {"towns": 128, "Putnam and procedural": 160, "transition set": 30}
     assert ship_rule.TOTAL_LAPS == 318
+    towns, open_circuits, transitions_towns, transitions_open = ship_rule.PARTS
+    towns_seeds = (*range(50, 54), *range(60, 64), *range(70, 74), *range(100, 104))
+    assert towns.tracks == tuple(f"town:{i}" for i in towns_seeds)
+    seeds = (*range(201, 207), *range(301, 304), *range(401, 407), *range(601, 605))
+    assert open_circuits.tracks == ("putnam", *(f"procedural:{i}" for i in seeds))
+    assert transitions_towns.tracks == ("town:140", "town:141", "town:142")
+    assert transitions_open.tracks == ("procedural:811", "procedural:812", "procedural:813")
+    assert (
+        towns.conditions
+        == open_circuits.conditions
+        == ("asphalt,asphalt_wet,gravel,dirt,snow,ice,asphalt+6,asphalt>ice")
+    )
+    transitions = "ice>asphalt,ice>gravel,ice>dirt,dirt>ice,asphalt_wet>ice"
+    assert transitions_towns.conditions == transitions_open.conditions == transitions
     tracks = {t for part in ship_rule.PARTS for t in part.tracks}
     pools = {t for cfg in PRESETS.values() for t in cfg.tracks}
     assert tracks & pools == {"putnam"}
@@ -126,8 +141,29 @@ def test_judge_names_a_missing_part_and_a_missing_driver(tmp_path):
         ship_rule.judge(tmp_path, "cand", "dytr")
 
 
-def test_driver_names_follow_s3_evaluate():
-    """Shipped names stay; paths give their stem, as ``s3 evaluate`` names its rows."""
-    assert ship_rule._driver_name("dytr") == "dytr"
-    assert ship_rule._driver_name("runs/a/T5.json") == "T5"
-    assert ship_rule._driver_name("runs/a/T5") == "T5"
+def test_judge_refuses_a_part_with_other_laps(tmp_path):
+    """A stale or partial results.json (another lap count) is refused, not judged."""
+    _write_parts(tmp_path, 0, 0)
+    path = tmp_path / "towns" / "results.json"
+    runs = json.loads(path.read_text())["runs"]
+    path.write_text(json.dumps({"runs": runs[:-3]}))  # the last lap's three rows are missing
+    with pytest.raises(ValueError, match="drove 127 laps .* the rule has 128"):
+        ship_rule.judge(tmp_path, "cand", "shipped")
+
+
+def test_driver_names_are_those_of_s3_evaluate(tmp_path):
+    """Shipped names stay, paths give their stem; clashing or expert-like names are refused."""
+    from gym_s3.errors import ConfigError
+    from policies.checkpoint import shipped_policy
+
+    for name in ("T5", "expert"):
+        for suffix in (".json", ".safetensors"):
+            shutil.copy(shipped_policy("ddm").with_suffix(suffix), tmp_path / f"{name}{suffix}")
+    assert ship_rule.driver_names(str(tmp_path / "T5.json"), "dytr") == ("T5", "dytr")
+    assert ship_rule.driver_names(str(tmp_path / "T5"), "ddm") == ("T5", "ddm")
+    with pytest.raises(ConfigError, match="both named 'dytr'"):
+        ship_rule.driver_names("dytr", "dytr")
+    with pytest.raises(ConfigError, match="read as the expert"):
+        ship_rule.driver_names(str(tmp_path / "expert.json"), "dytr")
+    with pytest.raises(ConfigError, match="no policy checkpoint"):
+        ship_rule.driver_names(str(tmp_path / "missing.json"), "dytr")
