@@ -22,8 +22,28 @@ SHIPPED_MEMBERS = {"ddm": 3, "trans": 3, "dytr": 6, "oracle": 3}
 #: policies") is the dytr preset's pool and starts with the scripted expert as a teacher: ddm
 #: through ddm_slow_starts (the same settings on ddm), trans and oracle as the dytr preset with
 #: the backend or the observation changed. dytr: three seeds of its preset and three taught.
+#: the shipped ddm's members trained in an ensemble of three ddm distillation seeds (the expert data
+#: plus four policy-rollout sets), named in their records by the paths they had on the training
+#: machine; the same files ship as gym_s3/assets/dynamics/ice/s{0,1,2}/ddm with these weights
+ICE_MODELS = ("/work/runs/r32/dyn_ice/ddm", "/work/runs/r32/dyn_ice_s1/ddm",
+              "/work/runs/r32/dyn_ice_s2/ddm")  # fmt: skip
+ICE_WEIGHTS_SHA256 = (
+    "7997e06dd43adc87f14084dda375e4a9a4083127e1ac5f316fd50637d9c3a536",
+    "7809f915e1d6296c2b291391dd3df02eac5ceb1974cd98d2fee94dc3568fad1c",
+    "d081b722c7f5ddbce947f8ed57bfdd254b0a744fff5079046e7c8f01cb04bdb0",
+)
+ICE_DATASET = "d731c4ca806cf07484d362eb4ae1991d756121f0397a6c1d2cbfe64cad5162ac"
 MEMBER_PRESETS = {
-    "ddm": (("ddm_slow_starts", {"imitation": 10.0}),),
+    "ddm": (
+        (
+            "ddm_slow_starts",
+            {
+                "imitation": 10.0,
+                "dynamics_checkpoint": ICE_MODELS[0],
+                "dynamics_ensemble": ICE_MODELS[1:],
+            },
+        ),
+    ),  # fmt: skip
     "trans": (("dytr", {"backend": "trans", "imitation": 10.0}),),
     "dytr": (("dytr", {}), ("dytr", {"imitation": 10.0})),
     "oracle": (("dytr", {"obs_mode": "oracle", "imitation": 10.0}),),
@@ -81,6 +101,24 @@ def test_shipped_policy_is_small_loadable_and_made_by_its_preset(name):
     obs = torch.zeros(3, observation_size(cfg.obs_mode))
     act = policy.act(obs)
     assert act.shape == (3, 2) and bool(torch.isfinite(act).all())
+
+
+def test_the_shipped_ddm_trained_in_the_shipped_ice_models():
+    """The three models the shipped ddm learned in ship with it, and drive as one ensemble."""
+    import gymnasium as gym
+
+    from gym_s3 import checkpoints, dynamics
+
+    stems = [dynamics.default_checkpoint(f"ice/s{k}/ddm") for k in range(3)]
+    for stem, sha in zip(stems, ICE_WEIGHTS_SHA256, strict=True):
+        source = dynamics.source(stem)
+        assert (source["sha256"], source["dataset_hash"]) == (sha, ICE_DATASET)
+        assert checkpoints.read_sidecar(stem)["meta"]["backend"] == "ddm"
+    env = gym.make("S3Distilled-v0", backend="ddm", num_envs=6, checkpoint=[str(s) for s in stems])
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(torch.zeros(6, 2))
+    assert len(env.unwrapped.core.backends) == 3 and bool(torch.isfinite(obs).all())
+    env.close()
 
 
 def test_unknown_shipped_policy_lists_the_shipped_ones():
