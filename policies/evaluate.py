@@ -403,6 +403,11 @@ def drive_laps(
     return compare_with_expert(results)
 
 
+def lap_key(result: RunResult) -> tuple[str, str]:
+    """What makes two runs the same lap: the env and the condition (track, surface, layout)."""
+    return result.env, repr(sorted(result.condition.items()))
+
+
 def compare_with_expert(results: Sequence[RunResult]) -> list[RunResult]:
     """Set ``vs_expert`` of every policy row that has an expert row of the same env and lap.
 
@@ -412,10 +417,9 @@ def compare_with_expert(results: Sequence[RunResult]) -> list[RunResult]:
     """
     from policies.expert_driver import EXPERT
 
-    experts = {(r.env, repr(sorted(r.condition.items()))): r for r in results
-               if r.driver == EXPERT}  # fmt: skip
+    experts = {lap_key(r): r for r in results if r.driver == EXPERT}
     for r in results:
-        ref = experts.get((r.env, repr(sorted(r.condition.items()))))
+        ref = experts.get(lap_key(r))
         if r.driver == EXPERT or ref is None:
             continue
         both_done = r.terminated_by == ref.terminated_by == "completed"

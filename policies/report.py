@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from gym_s3.spec import CONTROL_DT_S
-from policies.evaluate import METRICS, RunResult
+from policies.evaluate import METRICS, RunResult, lap_key
 
 
 def run_tag(result: RunResult) -> str:
@@ -205,9 +205,8 @@ def runs_to_plot(results: Sequence[RunResult], plots: str) -> list[bool]:
         raise ValueError(f"plots must be one of {PLOT_CHOICES}, got {plots!r}")
     if plots != "failed":
         return [plots == "all"] * len(results)
-    key = [(r.env, json.dumps(r.condition, sort_keys=True, default=str)) for r in results]
-    failed = {k for k, r in zip(key, results, strict=True) if r.terminated_by != "completed"}
-    return [k in failed for k in key]
+    failed = {lap_key(r) for r in results if r.terminated_by != "completed"}
+    return [lap_key(r) in failed for r in results]
 
 
 def write_evaluation(

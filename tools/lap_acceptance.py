@@ -17,6 +17,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+#: the acceptance bar: mean |cte| / expert's, largest |cte| [m], lap time / expert's (at most)
+STRICT_BAR = (1.5, 2.5, 1.15)
+
+
+def condition_label(condition: dict[str, Any]) -> str:
+    """``surface`` or ``surface+patches`` of a run's condition, e.g. ``asphalt+6``."""
+    patches = condition.get("ice_patches")
+    return condition["surface"] + (f"+{patches}" if patches else "")
+
 
 def cell(
     run: dict[str, Any], cte_ratio: float, cte_max: float, time_ratio: float
@@ -43,9 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
     p.add_argument("results", type=Path, help="results.json of s3 evaluate (with expert rows)")
-    p.add_argument("--cte-ratio", type=float, default=1.5, help="mean |cte| / expert's, at most")
-    p.add_argument("--cte-max", type=float, default=2.5, help="largest |cte| at most [m]")
-    p.add_argument("--time-ratio", type=float, default=1.15, help="lap time / expert's, at most")
+    cte_ratio, cte_max, time_ratio = STRICT_BAR
+    p.add_argument("--cte-ratio", type=float, default=cte_ratio,
+                   help="mean |cte| / expert's, at most")  # fmt: skip
+    p.add_argument("--cte-max", type=float, default=cte_max, help="largest |cte| at most [m]")
+    p.add_argument("--time-ratio", type=float, default=time_ratio,
+                   help="lap time / expert's, at most")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="Markdown file of the grid")
     args = p.parse_args(argv)
     runs = json.loads(args.results.read_text())["runs"]
@@ -54,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     tracks: list[str] = []
     for run in runs:
         c = run["condition"]
-        cond = c["surface"] + (f"+{c['ice_patches']}" if c.get("ice_patches") else "")
+        cond = condition_label(c)
         conditions += [cond] if cond not in conditions else []
         tracks += [c["track"]] if c["track"] not in tracks else []
         if run["driver"] == "expert":

@@ -44,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lap_acceptance import cell  # noqa: E402
+from lap_acceptance import STRICT_BAR, cell, condition_label  # noqa: E402
 
 from policies.expert_driver import EXPERT  # noqa: E402
 
@@ -126,13 +126,12 @@ def count_runs(runs: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Count], dic
         driver = run["driver"]
         if driver == EXPERT:
             continue
-        ok, text = cell(run, 1.5, 2.5, 1.15)
+        ok, text = cell(run, *STRICT_BAR)
         completed = run["terminated_by"] == "completed"
         counts[driver] = counts.get(driver, Count()) + Count(1, int(completed), int(ok))
         if not ok:
             c = run["condition"]
-            patches = f"+{c['ice_patches']}" if c.get("ice_patches") else ""
-            misses.setdefault(driver, []).append(f"{c['track']} {c['surface']}{patches}: {text}")
+            misses.setdefault(driver, []).append(f"{c['track']} {condition_label(c)}: {text}")
     return counts, misses
 
 

@@ -64,6 +64,11 @@ def save(
     return checkpoints.save(path, backend.state_dict(), meta, kind=KIND)
 
 
+def has_default_checkpoint(name: str) -> bool:
+    """Whether a default checkpoint of backend ``name`` ships with the package."""
+    return checkpoints.checkpoint_paths(default_checkpoint(name))[1].is_file()
+
+
 def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
     """The checkpoint stem meant by a backend name or a path.
 
@@ -75,7 +80,7 @@ def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
     text = os.fspath(name_or_path)
     if text in backend_names():
         stem = default_checkpoint(text)
-        if not checkpoints.checkpoint_paths(stem)[1].is_file():
+        if not has_default_checkpoint(text):
             raise CheckpointError(
                 f"no default checkpoint is shipped for backend '{text}' (looked for {stem}.json); "
                 f"train one with `s3 distill train --backend {text}` and pass its path"
@@ -96,8 +101,7 @@ def source(name_or_path: str | os.PathLike[str]) -> dict[str, str | None]:
     from gym_s3.dynamics.registry import backend_names
 
     text = os.fspath(name_or_path)
-    shipped = default_checkpoint(text)
-    if text in backend_names() and not checkpoints.checkpoint_paths(shipped)[1].is_file():
+    if text in backend_names() and not has_default_checkpoint(text):
         return {"file": None, "sha256": None, "dataset_hash": None}
     stem = _resolve(text)
     meta = checkpoints.read_sidecar(stem).get("meta", {})

@@ -56,6 +56,7 @@ def resolve_backend(config: DistilledConfig):
     :func:`resolve_backends`.
     """
     from gym_s3 import dynamics
+    from gym_s3.dynamics.io import has_default_checkpoint
 
     if isinstance(config.checkpoint, tuple):
         raise ConfigError(
@@ -67,7 +68,7 @@ def resolve_backend(config: DistilledConfig):
     name = _checked_name(config)
     if config.checkpoint is not None:
         backend = dynamics.load(config.checkpoint, backend=name)
-    elif _has_default_checkpoint(name):
+    elif has_default_checkpoint(name):
         backend = dynamics.load(name)
     else:
         if name != "bicycle":
@@ -95,11 +96,3 @@ def _ready(backend, config: DistilledConfig):
     """``backend`` frozen, in eval mode, on the env's device and dtype."""
     backend.requires_grad_(False)
     return backend.to(device=config.device, dtype=config.torch_dtype).eval()
-
-
-def _has_default_checkpoint(name: str) -> bool:
-    """Whether a default checkpoint of backend ``name`` ships with the package."""
-    from gym_s3 import checkpoints, dynamics
-
-    stem = dynamics.default_checkpoint(name)
-    return checkpoints.checkpoint_paths(stem)[1].is_file()
