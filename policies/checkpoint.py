@@ -147,6 +147,41 @@ def shipped_policy(name: str) -> Path:
     return POLICY_ASSETS / f"{name}.json"
 
 
+def training_dynamics(meta: dict[str, Any]) -> tuple[str, ...] | None:
+    """The dynamics checkpoints a policy was trained in, where they can be found; else ``None``.
+
+    Each member's record (``member_training``, or ``training`` for one network) names its models
+    by content (``dynamics_sources``: weights SHA-256, found among the shipped checkpoints by
+    :func:`gym_s3.dynamics.io.find_shipped`) or, in older records, by path
+    (``dynamics_checkpoint`` and ``dynamics_ensemble``; ``None`` and no ensemble: the shipped
+    default of its backend). ``None`` when a model is neither shipped nor on this disk, or when
+    the members trained in different models (no one distilled env is theirs).
+
+    Returns:
+        Checkpoint stems (or the backend's name for its shipped default), in training order:
+        one for a single model, several for an ensemble.
+    """
+    from gym_s3.dynamics.io import find_shipped
+
+    def models(record: dict[str, Any]) -> tuple[str, ...] | None:
+        sources = record.get("dynamics_sources")
+        if sources:
+            found = [find_shipped(src["sha256"]) if src.get("sha256") else None
+                     for src in sources]  # fmt: skip
+            return tuple(str(f) for f in found) if all(found) else None
+        first = record.get("dynamics_checkpoint")
+        paths = (first or record.get("backend") or meta["backend"],
+                 *(record.get("dynamics_ensemble") or ()))  # fmt: skip
+        on_disk = [p for p in paths[int(first is None) :]]
+        if not all(checkpoints.checkpoint_paths(p)[1].is_file() for p in on_disk):
+            return None
+        return paths
+
+    records = meta.get("member_training") or [meta.get("training") or {}]
+    found = {models(record) for record in records}
+    return found.pop() if len(found) == 1 else None
+
+
 def resolve_policy(name_or_path: str) -> tuple[str, Policy]:
     """``(tag name, policy)`` of a shipped policy name or a checkpoint path (stem or either file).
 

@@ -58,7 +58,8 @@ def _register_train(subparsers: Any) -> None:
                        "rest_start_heading_rad": float, "final_std": float}  # fmt: skip
     helps = {
         "backend": "dynamics backend to train in (bicycle, ddm, trans, dytr)",
-        "dynamics_checkpoint": "dynamics checkpoint path (none: the shipped one of the backend)",
+        "dynamics_checkpoint": "dynamics checkpoint path (none: the shipped one of the backend), "
+        "or a shipped set: ddm:ice trains in the three models the shipped ddm policy trained in",
         "obs_mode": "observation mode: default; oracle (adds the friction under each wheel); "
         "history (adds the measured accelerations and the actions of the last "
         f"{HISTORY_STEPS} control steps, from which the grip can be inferred)",

@@ -38,7 +38,8 @@ class PPOConfig:
     Attributes:
         backend: dynamics backend the policy trains in (``bicycle``, ``ddm``, ``trans``, ``dytr``).
         dynamics_checkpoint: dynamics checkpoint path (``None``: the shipped default of
-            ``backend``; the untrained bicycle if none is shipped).
+            ``backend``; the untrained bicycle if none is shipped), or a shipped set name
+            (``"ddm:ice"``: an ensemble of its members).
         dynamics_ensemble: more dynamics checkpoints of ``backend`` (paths; the backend's name
             stands for its shipped one). With any, the training cars are split evenly between
             ``dynamics_checkpoint`` (or the shipped model) and these, each car keeping its model
@@ -282,7 +283,7 @@ class PPOConfig:
                 "dynamics_ensemble must be a tuple of checkpoint paths, got the string "
                 f"{self.dynamics_ensemble!r}; write ({self.dynamics_ensemble!r},)"
             )
-        models = 1 + len(self.dynamics_ensemble)
+        models = len(self.dynamics_models)
         if models > 1 and min(self.num_envs, self.eval_episodes) < models:
             raise ConfigError(
                 f"num_envs ({self.num_envs}) and eval_episodes ({self.eval_episodes}) must each "
@@ -320,9 +321,12 @@ class PPOConfig:
         """The dynamics checkpoints the cars drive in, in order.
 
         ``dynamics_checkpoint`` (or the backend's name: its shipped checkpoint), then
-        ``dynamics_ensemble``.
+        ``dynamics_ensemble``; a shipped set name (``"ddm:ice"``) stands for its members.
         """
-        return (self.dynamics_checkpoint or self.backend, *self.dynamics_ensemble)
+        from gym_s3.dynamics.io import expand_checkpoints
+
+        return expand_checkpoints((self.dynamics_checkpoint or self.backend,
+                                   *self.dynamics_ensemble))  # fmt: skip
 
     def env_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``S3Distilled-v0`` for this run."""
@@ -336,7 +340,7 @@ class PPOConfig:
             "device": self.device,
             "seed": self.seed,
         }
-        if self.dynamics_ensemble:
+        if len(self.dynamics_models) > 1:
             kw["checkpoint"] = self.dynamics_models
         elif self.dynamics_checkpoint is not None:
             kw["checkpoint"] = self.dynamics_checkpoint

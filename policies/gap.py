@@ -13,14 +13,18 @@ the distilled env does not reproduce is one no training inside it can teach a po
 dynamics backend itself, closed loop on the expert's own driving (the data the backend was
 distilled from), whatever any policy learned. A table (terminal and ``gap.md``) and, per
 condition, a plot of both trajectories on the track and both error traces along the lap go with
-it. Every artefact names the high-fidelity simulator
+it (:mod:`policies.gap_report`). Every artefact names the high-fidelity simulator
 (open stand-in or BeamNG.tech). ``--tracks`` drives every condition on several tracks.
+
+The distilled side is the env the policy was trained in: its dynamics model, or every model of
+the ensemble it was trained across (each lap driven once per model, the distilled metrics their
+mean), unless ``--dynamics-checkpoint`` names others. :func:`gap_bar` judges the laps against
+issue #20's bar.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +34,7 @@ import numpy as np
 from gym_s3.errors import ConfigError
 from gym_s3.spec import CONTROL_DT_S
 from policies.expert_driver import EXPERT
+from policies.gap_bar import gap_bar, gap_ends
 
 if TYPE_CHECKING:  # the evaluation (torch) is imported only when a gap is measured
     from policies.evaluate import RunResult
@@ -72,54 +77,48 @@ def gap_metrics(run: RunResult) -> dict[str, float | None]:
     }
 
 
-def gap_entry(distilled: RunResult, highfi: RunResult) -> dict[str, Any]:
+def ensemble_end(ends: Sequence[str]) -> str:
+    """How a lap ended across the dynamics models of an ensemble env.
+
+    ``completed`` when every model completed it, else the most common other end (ties: the first
+    model's).
+    """
+    failed = [end for end in ends if end != "completed"]
+    return max(failed, key=failed.count) if failed else "completed"
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    """Mean of the values, ``None`` if any is missing (e.g. a lap time of an incomplete lap)."""
+    return None if any(v is None for v in values) else float(np.mean(values))
+
+
+def gap_entry(distilled: Sequence[RunResult], highfi: RunResult) -> dict[str, Any]:
     """One ``runs`` entry: condition, both metric sets and ratio = high-fidelity / distilled.
 
-    A ratio is ``None`` when either value is missing or the distilled value is 0.
+    ``distilled`` holds the lap in each dynamics model of the distilled env (one for a single
+    model). With several, the distilled metrics are the models' means (the lap time only when
+    every model completed the lap), the end is :func:`ensemble_end`, and ``models`` lists each
+    model's end and metrics. A ratio is ``None`` when either value is missing or the distilled
+    value is 0.
     """
-    d, h = gap_metrics(distilled), gap_metrics(highfi)
+    per_model = [gap_metrics(run) for run in distilled]
+    d = {k: _mean([m[k] for m in per_model]) for k in GAP_METRICS}
+    h = gap_metrics(highfi)
     ratio = {k: (h[k] / d[k] if h[k] is not None and d[k] else None) for k in GAP_METRICS}
+    side: dict[str, Any] = {
+        "env": distilled[0].env,
+        "end": ensemble_end([run.terminated_by for run in distilled]),
+        **d,
+    }
+    if len(distilled) > 1:
+        side["models"] = [{"end": run.terminated_by, **m}
+                          for run, m in zip(distilled, per_model, strict=True)]  # fmt: skip
     return {
-        "condition": distilled.condition,
-        "distilled": {"env": distilled.env, "end": distilled.terminated_by, **d},
+        "condition": distilled[0].condition,
+        "distilled": side,
         "highfi": {"env": highfi.env, "end": highfi.terminated_by, **h},
         "ratio": ratio,
     }
-
-
-def gap_ends(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Whether the distilled env predicted how each lap ended (``runs``: :func:`gap_entry` s).
-
-    Returns:
-        ``laps`` (count), ``agree`` (laps ending the same way in both), ``optimistic`` (the
-        conditions the distilled env completed and the high-fidelity side did not) and
-        ``pessimistic`` (the reverse), each a list of condition descriptions.
-    """
-    from policies.evaluate import describe_condition
-
-    def done(side: dict[str, Any]) -> bool:
-        return side["end"] == "completed"
-
-    return {
-        "laps": len(runs),
-        "agree": sum(r["distilled"]["end"] == r["highfi"]["end"] for r in runs),
-        "optimistic": [describe_condition(r["condition"]) for r in runs
-                       if done(r["distilled"]) and not done(r["highfi"])],
-        "pessimistic": [describe_condition(r["condition"]) for r in runs
-                        if done(r["highfi"]) and not done(r["distilled"])],
-    }  # fmt: skip
-
-
-def ends_line(ends: dict[str, Any]) -> str:
-    """One sentence on :func:`gap_ends`."""
-    line = (f"Ends agree on {ends['agree']} of {ends['laps']} laps; the distilled env completed "
-            f"{len(ends['optimistic'])} the high-fidelity side failed (optimistic) and failed "
-            f"{len(ends['pessimistic'])} it completed (pessimistic).")  # fmt: skip
-    if ends["optimistic"]:
-        line += f" Optimistic: {', '.join(ends['optimistic'])}."
-    if ends["pessimistic"]:
-        line += f" Pessimistic: {', '.join(ends['pessimistic'])}."
-    return line
 
 
 def measure_gap(
@@ -130,7 +129,7 @@ def measure_gap(
     ice_patches: Sequence[int] = (0, 6),
     seed: int = 0,
     backend: str | None = None,
-    checkpoint: str | None = None,
+    checkpoint: str | Sequence[str] | None = None,
     max_steps: int | None = None,
     time_limit_s: float | None = None,
     standin: bool = True,
@@ -138,8 +137,11 @@ def measure_gap(
     progress: bool = True,
     batched: bool = False,
     **sim_options: Any,
-) -> tuple[dict[str, Any], list[tuple[RunResult, RunResult]]]:
+) -> tuple[dict[str, Any], list[tuple[tuple[RunResult, ...], RunResult]]]:
     """Drive the laps in both simulators; returns ``(gap.json content, run pairs)``.
+
+    Each pair is one lap: its runs in the distilled env (one per dynamics model,
+    :func:`distilled_models`) and its high-fidelity run.
 
     Args:
         policy: the policy (:class:`policies.checkpoint.Policy`); ``None``: the scripted expert
@@ -149,7 +151,9 @@ def measure_gap(
         ice_patches: numbers of ice patches on each surface.
         seed: episode and patch-placement seed.
         backend: distilled backend (default: the policy's own).
-        checkpoint: dynamics checkpoint of ``backend`` (default: the shipped one).
+        checkpoint: dynamics checkpoint(s) of ``backend``; several (or a shipped set name such
+            as ``"ddm:ice"``) make the distilled env an ensemble, every lap driven once in each
+            model; default: the models the policy was trained in (:func:`distilled_models`).
         max_steps: cap on the steps of each lap (short laps for quick checks).
         time_limit_s: lap time limit [s] (default: twice the reference lap).
         standin: high-fidelity side in the open stand-in (``False``: BeamNG.tech via
@@ -177,7 +181,11 @@ def measure_gap(
     laps = dict(track=track, surfaces=surfaces, ice_patches=ice_patches, seed=seed,
                 max_steps=max_steps, time_limit_s=time_limit_s, progress=progress,
                 expert=expert)  # fmt: skip
-    distilled = evaluate_distilled_laps(policy, backend=backend, checkpoint=checkpoint, **laps)
+    backend = backend or policy.backend
+    models = distilled_models(policy, backend, checkpoint)
+    per_model = [evaluate_distilled_laps(policy, backend=backend, checkpoint=model, **laps)
+                 for model in models]  # fmt: skip
+    distilled = list(zip(*per_model, strict=True))
     if batched:
         grid = lap_grid([track], surfaces, ice_patches)
         drivers = [] if expert else [(policy.backend, policy)]
@@ -187,11 +195,17 @@ def measure_gap(
     else:
         highfi = evaluate_beamng(policy, standin=standin, fast=fast, **laps, **sim_options)
     pairs = list(zip(distilled, highfi, strict=True))
+    from gym_s3 import dynamics
+
+    env = distilled[0][0].env if distilled else None
     report = {
         "policy": EXPERT if expert else str(getattr(policy, "path", "")),
         "driver": EXPERT if expert else "policy",
-        "backend": backend or policy.backend,
-        "distilled": distilled[0].env if distilled else None,
+        "backend": backend,
+        "distilled": env
+        if len(models) == 1 or env is None
+        else f"{env} (ensemble of {len(models)} models)",
+        "dynamics": [dynamics.source(model) for model in models],
         "highfi": highfi[0].env if highfi else None,
         "simulator": simulator_name(standin)
         + (" vehicle model, batched in-process" if batched else ""),
@@ -199,134 +213,51 @@ def measure_gap(
         "runs": [gap_entry(d, h) for d, h in pairs],
     }
     report["ends"] = gap_ends(report["runs"])
+    report["bar"] = gap_bar(report)
     return report, pairs
+
+
+def distilled_models(policy: Any | None, backend: str, checkpoint: str | Sequence[str] | None
+                     ) -> tuple[str, ...]:  # fmt: skip
+    """The dynamics models of the distilled side, in order (several: an ensemble).
+
+    ``checkpoint`` as given (shipped set names expanded); without it, the models the policy was
+    trained in when its record names ones that can be found
+    (:func:`policies.checkpoint.training_dynamics`) and they are of ``backend``, else the
+    shipped default of ``backend``.
+    """
+    from gym_s3.dynamics.io import expand_checkpoints
+    from policies.checkpoint import training_dynamics
+
+    if checkpoint is not None:
+        return expand_checkpoints(checkpoint)
+    if policy is not None and backend == policy.backend:
+        trained = training_dynamics(policy.meta)
+        if trained:
+            return trained
+    return (backend,)
 
 
 def measure_gap_tracks(
     policy: Any, tracks: Sequence[str], **options: Any
-) -> tuple[dict[str, Any], list[tuple[RunResult, RunResult]]]:
+) -> tuple[dict[str, Any], list[tuple[tuple[RunResult, ...], RunResult]]]:
     """:func:`measure_gap` on every track of ``tracks``, as one report (runs in track order)."""
     if not tracks:
         raise ConfigError("give at least one track")
     report: dict[str, Any] = {}
-    pairs: list[tuple[RunResult, RunResult]] = []
+    pairs: list[tuple[tuple[RunResult, ...], RunResult]] = []
     for track in tracks:
         part, part_pairs = measure_gap(policy, track=track, **options)
         report = {**part, "runs": report.get("runs", []) + part["runs"]}
         pairs += part_pairs
     report["ends"] = gap_ends(report["runs"])
+    report["bar"] = gap_bar(report)
     return report, pairs
 
 
 def simulator_name(standin: bool) -> str:
     """What the high-fidelity side is, in words."""
     return "open stand-in (not BeamNG.tech)" if standin else "BeamNG.tech"
-
-
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def gap_markdown(report: dict[str, Any]) -> str:
-    """The gap table as Markdown: per condition, both values and the ratio of each metric."""
-    from policies.evaluate import describe_condition
-
-    shown = ("cte_mean", "cte_max", "lap_time", "progress_120s")
-    head = ["condition", "end (distilled / high-fi)"]
-    for k in shown:
-        head += [f"{k} distilled [{GAP_METRICS[k]}]", f"{k} high-fi", f"{k} ratio"]
-    lines = [
-        f"# Sim-to-sim gap: {report['distilled']} vs {report['highfi']}",
-        "",
-        f"High-fidelity simulator: {report['simulator']}. Ratio = high-fidelity / distilled "
-        "(1: the distilled env predicted the lap; > 1: it was optimistic).",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-    ]
-    for run in report["runs"]:
-        d, h, r = run["distilled"], run["highfi"], run["ratio"]
-        cells = [describe_condition(run["condition"]), f"{d['end']} / {h['end']}"]
-        for k in shown:
-            cells += [_fmt(d[k]), _fmt(h[k]), _fmt(r[k])]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", ends_line(gap_ends(report["runs"]))]
-    return "\n".join(lines) + "\n"
-
-
-def print_gap(report: dict[str, Any]) -> None:
-    """The gap table in the terminal (rich)."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    from gym_s3.progress import result_console
-    from policies.evaluate import describe_condition
-
-    table = Table(title=f"Sim-to-sim gap of {report['policy']}",
-                  caption=f"{report['distilled']} vs {report['highfi']}; high-fidelity: "
-                  f"{report['simulator']}; ratio = high-fi / distilled")  # fmt: skip
-    cols = ("condition", "end", "cte mean [m]", "ratio", "cte max [m]", "ratio",
-            "lap time [s]", "ratio", "progress 120 s", "ratio")  # fmt: skip
-    for col in cols:
-        table.add_column(escape(col), justify="right", no_wrap=True)
-    for run in report["runs"]:
-        d, h, r = run["distilled"], run["highfi"], run["ratio"]
-        row = [describe_condition(run["condition"]), f"{d['end']} / {h['end']}"]
-        for k in ("cte_mean", "cte_max", "lap_time", "progress_120s"):
-            row += [f"{_fmt(d[k])} / {_fmt(h[k])}", _fmt(r[k])]
-        table.add_row(*row)
-    console = result_console(min_width=170)
-    console.print(table)
-    console.print(escape(ends_line(gap_ends(report["runs"]))))
-
-
-def plot_gap(distilled: RunResult, highfi: RunResult, simulator: str, out: Path) -> Path:
-    """Both trajectories on the track, and both error and speed traces along the lap."""
-    from gym_s3.tracks.plot import new_axes, plot_track
-    from policies.report import lap_traces, run_tag
-
-    ax = new_axes((14.0, 7.0))
-    fig = ax.figure
-    fig.clear()
-    left, right = fig.subfigures(1, 2, width_ratios=(1.0, 1.1))
-    track_ax = left.add_subplot()
-    plot_track(distilled.reference, layout=distilled.layout, ax=track_ax,
-               trajectories={distilled.env: distilled.trajectory,
-                             f"{highfi.env}": highfi.trajectory})  # fmt: skip
-    top, bottom = right.subplots(2, 1, sharex=True)
-    high = lap_traces(highfi)
-    for run, style, lap in ((distilled, "-", lap_traces(distilled)), (highfi, "--", high)):
-        top.plot(
-            lap["s"], lap["cte"], style, linewidth=1.0, label=f"{run.env} ({run.terminated_by})"
-        )
-        bottom.plot(lap["s"], lap["speed"], style, linewidth=1.0, label=run.env)
-    bottom.plot(high["s"], high["target"], ":", color="k", linewidth=0.8, label="target")
-    top.axhline(0.0, color="k", linewidth=0.5)
-    top.set_ylabel("cross-track error [m]")
-    top.set_title(f"{distilled.describe()}: distilled vs high-fidelity, {simulator}",
-                  fontsize=10)  # fmt: skip
-    top.legend(fontsize=8)
-    bottom.set_xlabel("arc length along the reference [m]")
-    bottom.set_ylabel("speed [m/s]")
-    bottom.legend(fontsize=8)
-    path = out / f"gap_{run_tag(distilled)}.png"
-    fig.savefig(path, dpi=110)
-    return path
-
-
-def write_gap(report: dict[str, Any], pairs: Sequence[tuple[RunResult, RunResult]],
-              out_dir: str | Path) -> list[Path]:  # fmt: skip
-    """Write ``gap.json``, ``gap.md`` and one plot per condition; print the table."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    print_gap(report)
-    files = [out / "gap.json", out / "gap.md"]
-    files[0].write_text(json.dumps(report, indent=2) + "\n")
-    files[1].write_text(gap_markdown(report))
-    for d, h in pairs:
-        if d.reference is not None and len(d.trajectory) and len(h.trajectory):
-            files.append(plot_gap(d, h, report["simulator"], out))
-    return files
 
 
 def register(subparsers: Any) -> None:
@@ -350,7 +281,7 @@ def register(subparsers: Any) -> None:
                    "expert's own driving (needs --backend)")  # fmt: skip
     from policies.lap_options import add_beamng_options, add_lap_options
 
-    add_lap_options(p, surfaces="asphalt,snow,ice", ice_patches="0,6")
+    add_lap_options(p, surfaces="asphalt,snow,ice", ice_patches="0,6", ensemble=True)
     add_beamng_options(p, when="with --beamng").add_argument(
         "--beamng",
         action="store_true",
@@ -387,6 +318,8 @@ def _run(args: argparse.Namespace) -> int:
         time_limit_s=args.time_limit, standin=not args.beamng,
         batched=args.simulator == "model", **sim,
     )  # fmt: skip
+    from policies.gap_report import write_gap
+
     for path in write_gap(report, pairs, args.out):
         print(path)
     return 0

@@ -14,19 +14,37 @@ from typing import Any
 from gym_s3.errors import ConfigError
 
 
-def add_lap_options(p: Any, *, surfaces: str, ice_patches: str) -> None:
-    """The options that choose the laps (shared by ``s3 evaluate`` and ``s3 gap``)."""
+def add_lap_options(p: Any, *, surfaces: str, ice_patches: str, ensemble: bool = False) -> None:
+    """The options that choose the laps (shared by ``s3 evaluate`` and ``s3 gap``).
+
+    With ``ensemble``, ``--dynamics-checkpoint`` takes several models (``s3 gap``).
+    """
     p.add_argument(
         "--backend",
         default=None,
         help="S3Distilled-v0 dynamics backend (bicycle, ddm, trans, dytr) "
         "(default: the backend the policy was trained in)",
     )
-    p.add_argument(
-        "--dynamics-checkpoint",
-        default=None,
-        help="dynamics checkpoint of --backend (default: the shipped one)",
-    )
+    if ensemble:
+        p.add_argument(
+            "--dynamics-checkpoint",
+            nargs="+",
+            default=None,
+            metavar="CHECKPOINT",
+            help="dynamics checkpoint(s) of --backend: paths, backend names (their shipped "
+            "model) or shipped sets (ddm:ice, the three models the shipped ddm policy trained "
+            "in; ddm:ice/s0, one of them); several make the distilled side an ensemble, each "
+            "lap driven in every model and the distilled metrics their mean (default: the "
+            "models the policy was trained in where its record names shipped or local ones, "
+            "else the shipped one of --backend)",
+        )
+    else:
+        p.add_argument(
+            "--dynamics-checkpoint",
+            default=None,
+            help="dynamics checkpoint of --backend: a path or one shipped model such as "
+            "ddm:ice/s0 (default: the shipped one of --backend)",
+        )
     p.add_argument(
         "--surfaces",
         default=surfaces,

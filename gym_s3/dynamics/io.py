@@ -5,11 +5,17 @@ tensors are the backend's ``state_dict()`` and whose metadata holds the backend 
 constructor config, the normalisation statistics (learned backends), the history feature names,
 the dataset hash and a training summary. The default checkpoints of all four backends ship in
 ``gym_s3/assets/dynamics/<name>.{safetensors,json}``.
+
+Further shipped checkpoints live in sets, ``gym_s3/assets/dynamics/<set>/<member>/<backend>.*``,
+and are named ``"<backend>:<set>"`` (every member: an ensemble, e.g. ``"ddm:ice"``, the three
+models the shipped ``ddm`` policy was trained in) or ``"<backend>:<set>/<member>"`` (one model,
+e.g. ``"ddm:ice/s0"``), wherever a checkpoint path is taken.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -64,6 +70,50 @@ def save(
     return checkpoints.save(path, backend.state_dict(), meta, kind=KIND)
 
 
+def shipped_sets() -> dict[str, tuple[Path, ...]]:
+    """Every shipped set name and the checkpoint stems it stands for (see the module docstring).
+
+    Returns:
+        ``{"ddm:ice": (stem_s0, stem_s1, stem_s2), "ddm:ice/s0": (stem_s0,), ...}``; members in
+        sorted order, so an ensemble's car split is the same on every machine.
+    """
+    sets: dict[str, list[Path]] = {}
+    for sidecar in sorted(ASSET_DIR.glob("*/*/*.json")):
+        folder = sidecar.parent.relative_to(ASSET_DIR)
+        stem = sidecar.with_suffix("")
+        sets.setdefault(f"{sidecar.stem}:{folder.parent.as_posix()}", []).append(stem)
+        sets[f"{sidecar.stem}:{folder.as_posix()}"] = [stem]
+    return {name: tuple(stems) for name, stems in sets.items()}
+
+
+def find_shipped(sha256: str) -> Path | None:
+    """Stem of the shipped dynamics checkpoint whose weights have this SHA-256, or ``None``.
+
+    Searches the default checkpoints and every shipped set (see the module docstring), so a
+    record that names a model by content (:func:`source`) finds it on any machine.
+    """
+    for sidecar in sorted(ASSET_DIR.rglob("*.json")):
+        weights = checkpoints.read_sidecar(sidecar).get("weights", {})
+        if weights.get("sha256") == sha256:
+            return sidecar.with_suffix("")
+    return None
+
+
+def expand_checkpoints(value: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+                       ) -> tuple[str, ...]:  # fmt: skip
+    """Checkpoint paths, backend names and shipped set names, with every set name expanded.
+
+    ``"ddm:ice"`` becomes its members' stems; paths and backend names pass through unchanged.
+    """
+    items = [value] if isinstance(value, str | os.PathLike) else list(value)
+    sets = shipped_sets()
+    out: list[str] = []
+    for item in items:
+        text = os.fspath(item)
+        out += [str(stem) for stem in sets[text]] if text in sets else [text]
+    return tuple(out)
+
+
 def has_default_checkpoint(name: str) -> bool:
     """Whether a default checkpoint of backend ``name`` ships with the package."""
     return checkpoints.checkpoint_paths(default_checkpoint(name))[1].is_file()
@@ -73,11 +123,26 @@ def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
     """The checkpoint stem meant by a backend name or a path.
 
     A backend name means its shipped checkpoint, never a file of that name in the working folder
-    (write ``./ddm`` for that); anything else is a checkpoint path.
+    (write ``./ddm`` for that); a one-member shipped set name (``"ddm:ice/s0"``) its checkpoint;
+    anything else is a checkpoint path.
+
+    Raises:
+        CheckpointError: a shipped set of several models where one is needed, or a backend that
+            ships no default checkpoint.
     """
     from gym_s3.dynamics.registry import backend_names
 
     text = os.fspath(name_or_path)
+    sets = shipped_sets()
+    if text in sets:
+        if len(sets[text]) > 1:
+            one = next(name for name, stems in sets.items() if stems == sets[text][:1])
+            raise CheckpointError(
+                f"{text!r} names an ensemble of {len(sets[text])} shipped dynamics models; this "
+                f"use needs one: name a member (e.g. {one!r}) or pass the set where an ensemble "
+                "is taken (checkpoint=[...], --dynamics-checkpoint)"
+            )
+        return sets[text][0]
     if text in backend_names():
         stem = default_checkpoint(text)
         if not has_default_checkpoint(text):

@@ -136,17 +136,24 @@ def _default_backend(checkpoint: str | tuple[str, ...] | None) -> str:
 
 
 def _checkpoints(value: Any) -> str | tuple[str, ...] | None:
-    """``checkpoint`` as one path, a tuple of two or more (an ensemble), or ``None``."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if not isinstance(value, Sequence) or not all(isinstance(x, str | os.PathLike) for x in value):
+    """``checkpoint`` as one path, a tuple of two or more (an ensemble), or ``None``.
+
+    Shipped set names (``"ddm:ice"``, :func:`gym_s3.dynamics.io.shipped_sets`) are expanded to
+    their members' paths.
+    """
+    from gym_s3.dynamics.io import expand_checkpoints
+
+    if value is None:
+        return None
+    if not isinstance(value, str | os.PathLike) and (
+        not isinstance(value, Sequence) or not all(isinstance(x, str | os.PathLike) for x in value)
+    ):
         raise ConfigError(
             "checkpoint must be a path, or a list of paths (or backend names, for their shipped "
-            f"checkpoints) for an ensemble of dynamics models, got {value!r}"
+            f"checkpoints, or shipped set names such as 'ddm:ice') for an ensemble of dynamics "
+            f"models, got {value!r}"
         )
-    items = tuple(os.fspath(x) for x in value)
+    items = expand_checkpoints(value)
     if not items:
         raise ConfigError("checkpoint is an empty list; pass a path, a list of paths, or None")
     return items[0] if len(items) == 1 else items
@@ -164,7 +171,8 @@ class DistilledConfig:
         checkpoint: path of a dynamics checkpoint to load (its backend must match ``backend``
             when a name is given); ``None`` loads the checkpoint shipped for that backend (the
             bicycle without one uses its default parameters). A list of two or more paths (a
-            backend name stands for its shipped checkpoint) is an *ensemble*: the cars are split
+            backend name stands for its shipped checkpoint; a shipped set name such as
+            ``"ddm:ice"`` for its members) is an *ensemble*: the cars are split
             evenly between the models, each car keeping its model in every episode
             (:class:`~gym_s3.sources.EnsembleCars`); the models must share ``backend`` and
             architecture.

@@ -74,7 +74,8 @@ def stage_gap(
 ) -> dict[str, Any]:
     """The gap of every evaluated policy: its distilled backend (this pass) vs the stand-in."""
     from policies.checkpoint import load_policy
-    from policies.gap import measure_gap, write_gap
+    from policies.gap import measure_gap
+    from policies.gap_report import write_gap
 
     reports: dict[str, str] = {}
     for name in config.eval_policies:
