@@ -199,3 +199,103 @@ def test_cli_gap_expert_needs_no_checkpoint(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(SystemExit):
         main(["gap", "expert", "--backend", "ddm", "--surfaces", "ice", "--out", "unused"])
     assert seen == {"policy": None, "backend": "ddm"}
+
+
+def _ddm_policy(folder, training: dict) -> Policy:
+    """An untrained ddm-backend policy whose record holds ``training``."""
+    import torch
+
+    from gym_s3.spec import observation_size
+    from policies.checkpoint import load_policy, save_policy
+    from policies.networks import ActorNet, RunningNorm
+
+    torch.manual_seed(0)
+    size = observation_size("default")
+    actor = ActorNet(RunningNorm(size), size, (16, 16))
+    return load_policy(save_policy(folder / "ddm_pol", actor, backend="ddm", obs_mode="default",
+                                   training=training))  # fmt: skip
+
+
+def test_the_distilled_side_is_the_env_the_policy_trained_in(tmp_path):
+    """Default: the models its record names (by hash); a named checkpoint or backend overrides."""
+    from gym_s3 import dynamics
+    from gym_s3.dynamics.io import expand_checkpoints
+    from policies.gap import distilled_models
+
+    ice = expand_checkpoints("ddm:ice")
+    trained = _ddm_policy(tmp_path, {"dynamics_sources": [dynamics.source(m) for m in ice[:2]]})
+    assert distilled_models(trained, "ddm", None) == ice[:2]
+    assert distilled_models(trained, "ddm", "ddm") == ("ddm",)
+    assert distilled_models(trained, "ddm", ["ddm:ice"]) == ice
+    assert distilled_models(trained, "trans", None) == ("trans",)  # another backend: its default
+    assert distilled_models(None, "dytr", None) == ("dytr",)  # the expert
+    untraceable = _ddm_policy(tmp_path, {"dynamics_checkpoint": str(tmp_path / "gone")})
+    assert distilled_models(untraceable, "ddm", None) == ("ddm",)
+
+
+def test_an_ensemble_distilled_side_drives_each_lap_in_every_model_and_averages(tmp_path):
+    """Two models: two runs per lap, each the single-model run; metrics their mean; sources."""
+    policy = _ddm_policy(tmp_path, {})
+    laps = dict(surfaces=("ice",), ice_patches=(0,), seed=3, max_steps=40, batched=True,
+                fast=False, progress=False)  # fmt: skip
+    report, (((first, second), highfi),) = measure_gap(policy, checkpoint="ddm:ice/s0 ddm:ice/s2"
+                                                       .split(), **laps)  # fmt: skip
+    single, (((alone,), _),) = measure_gap(policy, checkpoint="ddm:ice/s2", **laps)
+    assert report["distilled"] == "S3Distilled-v0/ddm (ensemble of 2 models)"
+    assert single["distilled"] == "S3Distilled-v0/ddm"
+    assert [d["sha256"] for d in report["dynamics"]][1] == single["dynamics"][0]["sha256"]
+    assert np.array_equal(second.trajectory, alone.trajectory)
+    assert not np.array_equal(first.trajectory, second.trajectory)
+    run = report["runs"][0]
+    for key in ("cte_mean", "cte_max", "progress_120s"):
+        mean = (gap_metrics(first)[key] + gap_metrics(second)[key]) / 2
+        assert run["distilled"][key] == pytest.approx(mean)
+        assert run["ratio"][key] == pytest.approx(run["highfi"][key] / mean)
+    assert [m["end"] for m in run["distilled"]["models"]] == ["running", "running"]
+    files = write_gap(report, [((first, second), highfi)], tmp_path / "gap")
+    assert (tmp_path / "gap" / "gap_ice_p0.png") in files
+    assert "ensemble of 2 models" in (tmp_path / "gap" / "gap.md").read_text()
+
+
+def test_an_ensemble_lap_ends_completed_only_if_every_model_completed():
+    """The most common failure otherwise (ties: the first model's)."""
+    from policies.gap import ensemble_end
+
+    assert ensemble_end(["completed", "completed"]) == "completed"
+    assert ensemble_end(["completed", "off_track"]) == "off_track"
+    assert ensemble_end(["stalled", "off_track", "off_track", "completed"]) == "off_track"
+    assert ensemble_end(["stalled", "off_track"]) == "stalled"
+
+
+def _bar_run(track: str, surface: str, patches: int, **ratios: float | None) -> dict:
+    ratio = {"cte_mean": 1.0, "cte_max": 1.0, "lap_time": 1.0, "progress_120s": 1.0, **ratios}
+    return {"condition": {"track": track, "surface": surface, "ice_patches": patches},
+            "ratio": ratio}  # fmt: skip
+
+
+def test_the_gap_bar_judges_the_named_conditions_only():
+    """Asphalt +6, snow and ice count; each ratio in [0.8, 1.25]; ice progress within 10 %."""
+    from policies.gap_bar import bar_line, gap_bar
+
+    runs = [
+        _bar_run("putnam", "asphalt", 0, cte_mean=3.0),  # not a bar condition
+        _bar_run("putnam", "asphalt", 6, cte_max=1.26),
+        _bar_run("putnam", "snow", 0, cte_mean=0.8, cte_max=1.25),  # the band's edges are in
+        _bar_run("putnam", "ice", 0, progress_120s=1.11),
+        _bar_run("procedural:201", "ice", 0, progress_120s=0.91, lap_time=None),
+        _bar_run("procedural:201", "snow", 0, cte_mean=0.79),
+        _bar_run("procedural:201", "snow", 6, cte_mean=9.0),  # not a bar condition
+        _bar_run("procedural:202", "ice", 0, progress_120s=0.9),
+    ]
+    bar = gap_bar({"runs": runs})
+    assert len(bar["cells"]) == 6 and bar["within"] == 2
+    misses = {c["condition"]: c["misses"] for c in bar["cells"] if not c["within"]}
+    assert misses == {
+        "asphalt +6 ice": ["cte_max 1.26"],
+        "ice": ["progress_120s 1.11"],
+        "procedural:201: ice": ["lap_time -"],
+        "procedural:201: snow": ["cte_mean 0.79"],
+    }
+    assert "2 / 6 cells within" in bar_line(bar) and "procedural:201: snow (cte_mean" in bar_line(
+        bar
+    )

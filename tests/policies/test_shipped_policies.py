@@ -10,7 +10,7 @@ import torch
 from gym_s3.errors import ConfigError
 from gym_s3.rewards import RewardWeights
 from gym_s3.spec import SPEC_VERSION, observation_size
-from policies.checkpoint import SHIPPED_POLICIES, load_policy, shipped_policy
+from policies.checkpoint import SHIPPED_POLICIES, load_policy, shipped_policy, training_dynamics
 from policies.config import config_to_dict, preset
 
 MAX_BYTES = 2 * 1024 * 1024
@@ -114,11 +114,18 @@ def test_the_shipped_ddm_trained_in_the_shipped_ice_models():
         source = dynamics.source(stem)
         assert (source["sha256"], source["dataset_hash"]) == (sha, ICE_DATASET)
         assert checkpoints.read_sidecar(stem)["meta"]["backend"] == "ddm"
-    env = gym.make("S3Distilled-v0", backend="ddm", num_envs=6, checkpoint=[str(s) for s in stems])
+    # its record names them by content, so the gap and users find its training env by name
+    assert training_dynamics(load_policy(shipped_policy("ddm")).meta) == tuple(map(str, stems))
+    env = gym.make("S3Distilled-v0", backend="ddm", num_envs=6, checkpoint="ddm:ice")
+    assert env.unwrapped.config.checkpoint == tuple(map(str, stems))
     obs, _ = env.reset(seed=0)
     obs, *_ = env.step(torch.zeros(6, 2))
     assert len(env.unwrapped.core.backends) == 3 and bool(torch.isfinite(obs).all())
     env.close()
+    # the other shipped policies trained in their backend's single shipped model
+    for name in ("trans", "dytr", "oracle", "bicycle"):
+        policy = load_policy(shipped_policy(name))
+        assert training_dynamics(policy.meta) == (policy.backend,)
 
 
 def test_unknown_shipped_policy_lists_the_shipped_ones():
