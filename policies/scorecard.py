@@ -234,6 +234,7 @@ GAP_COLUMNS: tuple[str, ...] = ("cte_mean", "cte_max", "lap_time", "progress_120
 def gap_markdown(gaps: Mapping[str, Mapping[str, Any]]) -> str:
     """The sim-to-sim gap per backend and surface condition as Markdown (from ``gap.json``)."""
     from policies.evaluate import describe_condition
+    from policies.gap_bar import bar_line, gap_bar
 
     lines = ["Sim-to-sim gap (high-fidelity / distilled; 1 = the distilled env predicted the lap; "
              "driver: the backend's policy, or the scripted expert of `s3 gap expert`):",
@@ -246,7 +247,13 @@ def gap_markdown(gaps: Mapping[str, Mapping[str, Any]]) -> str:
             cells = [backend, driver, report["simulator"], describe_condition(run["condition"])]
             cells += ["-" if v is None else f"{v:.2f}" for v in ratios]
             lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    notes = []
+    for backend, report in gaps.items():
+        bar = gap_bar(report)
+        if bar["cells"]:
+            notes.append(f"- {backend} (distilled side: {report.get('distilled')}): "
+                         f"{bar_line(bar)}")  # fmt: skip
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
 def register(subparsers: Any) -> None:

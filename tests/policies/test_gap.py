@@ -299,3 +299,15 @@ def test_the_gap_bar_judges_the_named_conditions_only():
     assert "2 / 6 cells within" in bar_line(bar) and "procedural:201: snow (cte_mean" in bar_line(
         bar
     )
+
+
+def test_the_scorecard_states_each_backends_bar_under_its_gap_table():
+    """``s3 scorecard --gap``: one line per backend whose report drove the bar's conditions."""
+    runs = [_bar_run("putnam", "ice", 0), _bar_run("putnam", "snow", 0, cte_max=2.0)]
+    for run in runs:
+        run["condition"]["track"] = "putnam"
+    report = {"runs": runs, "simulator": "open stand-in", "distilled": "S3Distilled-v0/ddm (x)"}
+    card = gap_markdown({"ddm": report, "trans": {**report, "runs": []}})
+    assert "- ddm (distilled side: S3Distilled-v0/ddm (x)): Gap bar" in card
+    assert "1 / 2 cells within. Misses: snow (cte_max 2.00)." in card
+    assert "- trans" not in card
