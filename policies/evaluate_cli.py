@@ -17,6 +17,7 @@ Where the laps run:
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,9 @@ def _run(args: argparse.Namespace) -> int:
         named = [("policy", named[0][1])]
     elif len({n for n, _ in named}) != len(named):
         raise ConfigError(f"policy names must differ, got {[n for n, _ in named]}")
+    if args.env == "distilled" and args.simulator != "model" and args.dynamics_checkpoint is None:
+        for line in training_dynamics_notes(named, args.backend):
+            print(line, file=sys.stderr)
     results = [] if args.no_laps else _laps(args, named, tracks, conditions)
     if labels:
         results += _label_sets(args, named, labels)
@@ -208,6 +212,28 @@ def _run(args: argparse.Namespace) -> int:
     for path in paths:
         print(path)
     return 0
+
+
+def training_dynamics_notes(named: list, backend: str | None) -> list[str]:
+    """A note per policy that trained in other dynamics than the shipped model it is driven in.
+
+    The lap tables in ``S3Distilled-v0`` drive one model, by default the backend's shipped one;
+    a policy trained across an ensemble (the shipped ``ddm``: ``ddm:ice``) is told apart.
+    """
+    from gym_s3.dynamics.io import shipped_sets
+    from policies.checkpoint import training_dynamics
+
+    names = {str(stems[0]): name for name, stems in shipped_sets().items() if len(stems) == 1}
+    notes = []
+    for name, policy in named:
+        trained = training_dynamics(policy.meta)
+        if (backend or policy.backend) != policy.backend or trained in (None, (policy.backend,)):
+            continue
+        models = ", ".join(names.get(m, m) for m in trained)
+        notes.append(f"note: {name} trained in {len(trained)} dynamics model(s) ({models}); these "
+                     f"laps drive the shipped {policy.backend} model: `s3 gap` drives all of "
+                     "them, --dynamics-checkpoint picks one")  # fmt: skip
+    return notes
 
 
 def _laps(args: argparse.Namespace, named: list, tracks: list[str],

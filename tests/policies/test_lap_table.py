@@ -158,3 +158,15 @@ def test_results_saved_before_a_metric_existed_still_make_a_table():
     rows = markdown_table(runs).splitlines()[2:]
     column = list(METRICS).index("corner_offset_mean") + 3
     assert [row.split(" | ")[column].strip(" |") for row in rows] == ["-", "+0.250"]
+
+
+def test_distilled_lap_tables_say_when_a_policy_trained_in_other_dynamics():
+    """The shipped ddm trained in ``ddm:ice``: a note names its models; dytr needs none."""
+    from policies.checkpoint import resolve_policy
+    from policies.evaluate_cli import training_dynamics_notes
+
+    named = [resolve_policy("ddm"), resolve_policy("dytr")]
+    (note,) = training_dynamics_notes(named, None)
+    assert note.startswith("note: ddm trained in 3 dynamics model(s) (ddm:ice/s0, ddm:ice/s1,")
+    assert "drive the shipped ddm model" in note
+    assert training_dynamics_notes(named[:1], "trans") == []  # driven in another backend
