@@ -15,12 +15,12 @@ from gym_s3.spec import HISTORY_STEPS
 
 def register(subparsers: Any) -> None:
     """Add ``train``, ``ensemble``, ``evaluate`` and ``gap`` to the ``s3`` command line."""
-    from policies import ensemble, evaluate_cli, gap
+    from policies import ensemble, evaluate_cli, gap_cli
 
     _register_train(subparsers)
     ensemble.register(subparsers)
     evaluate_cli.register(subparsers)
-    gap.register(subparsers)
+    gap_cli.register(subparsers)
 
 
 def _register_train(subparsers: Any) -> None:
