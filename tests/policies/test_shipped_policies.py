@@ -16,15 +16,17 @@ from policies.config import config_to_dict, preset
 MAX_BYTES = 2 * 1024 * 1024
 #: the shipped ensembles' member counts (README, "Results of the shipped policies"); absent: a
 #: single policy
-SHIPPED_MEMBERS = {"ddm": 3, "trans": 3, "dytr": 6, "oracle": 3}
+SHIPPED_MEMBERS = {"ddm": 5, "trans": 3, "dytr": 6, "oracle": 3}
 #: the recipes a shipped ensemble's members were trained with, as (preset, settings that differ
 #: from it); absent: the policy's own preset. The taught recipe (README, "Results of the shipped
 #: policies") is the dytr preset's pool and starts with the scripted expert as a teacher: ddm
 #: through ddm_slow_starts (the same settings on ddm), trans and oracle as the dytr preset with
 #: the backend or the observation changed. dytr: three seeds of its preset and three taught.
 #: the shipped ddm's members trained in an ensemble of three ddm distillation seeds (the expert data
-#: plus four policy-rollout sets), named in their records by the paths they had on the training
-#: machine; the same files ship as gym_s3/assets/dynamics/ice/s{0,1,2}/ddm with these weights
+#: plus four policy-rollout sets): seeds 0-2 name them in their records by the paths they had on
+#: the training machine, seeds 3-4 (round 35) by their shipped set name, ddm:ice; the same files
+#: ship as gym_s3/assets/dynamics/ice/s{0,1,2}/ddm with these weights (every member's
+#: dynamics_sources holds the hashes)
 ICE_MODELS = ("/work/runs/r32/dyn_ice/ddm", "/work/runs/r32/dyn_ice_s1/ddm",
               "/work/runs/r32/dyn_ice_s2/ddm")  # fmt: skip
 ICE_WEIGHTS_SHA256 = (
@@ -43,6 +45,7 @@ MEMBER_PRESETS = {
                 "dynamics_ensemble": ICE_MODELS[1:],
             },
         ),
+        ("ddm_slow_starts", {"imitation": 10.0, "dynamics_checkpoint": "ddm:ice"}),
     ),  # fmt: skip
     "trans": (("dytr", {"backend": "trans", "imitation": 10.0}),),
     "dytr": (("dytr", {}), ("dytr", {"imitation": 10.0})),
