@@ -158,17 +158,20 @@ def training_dynamics(meta: dict[str, Any]) -> tuple[str, ...] | None:
     the members trained in different models (no one distilled env is theirs).
 
     Returns:
-        Checkpoint stems (or the backend's name for its shipped default), in training order:
-        one for a single model, several for an ensemble.
+        Checkpoint stems (a backend's shipped default by the backend's name, however its record
+        names it), in training order: one for a single model, several for an ensemble.
     """
-    from gym_s3.dynamics.io import find_shipped
+    from gym_s3.dynamics.io import default_checkpoint, find_shipped
+
+    def name(stem: Path) -> str:  # a backend's shipped default by its name, as older records do
+        return stem.name if stem == default_checkpoint(stem.name) else str(stem)
 
     def models(record: dict[str, Any]) -> tuple[str, ...] | None:
         sources = record.get("dynamics_sources")
         if sources:
             found = [find_shipped(src["sha256"]) if src.get("sha256") else None
                      for src in sources]  # fmt: skip
-            return tuple(str(f) for f in found) if all(found) else None
+            return tuple(name(f) for f in found) if all(found) else None
         first = record.get("dynamics_checkpoint")
         paths = (first or record.get("backend") or meta["backend"],
                  *(record.get("dynamics_ensemble") or ()))  # fmt: skip

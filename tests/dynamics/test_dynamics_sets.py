@@ -76,3 +76,12 @@ def test_training_dynamics_reads_hashes_paths_and_refuses_what_it_cannot_find(tm
     assert training_dynamics(same) == ICE
     mixed = {**meta, "training": {}, "member_training": [by_hash, {"dynamics_checkpoint": None}]}
     assert training_dynamics(mixed) is None
+
+
+def test_a_shipped_default_is_the_same_model_by_hash_or_by_no_path():
+    """Members recorded before and after ``dynamics_sources`` agree on the backend's default."""
+    old = {"dynamics_checkpoint": None, "dynamics_ensemble": None}
+    new = {"dynamics_checkpoint": None, "dynamics_sources": _sources("trans")}
+    assert training_dynamics({"backend": "trans", "training": new}) == ("trans",)
+    meta = {"backend": "trans", "training": {}, "member_training": [old, new]}
+    assert training_dynamics(meta) == ("trans",)

@@ -16,7 +16,7 @@ from policies.config import config_to_dict, preset
 MAX_BYTES = 2 * 1024 * 1024
 #: the shipped ensembles' member counts (README, "Results of the shipped policies"); absent: a
 #: single policy
-SHIPPED_MEMBERS = {"ddm": 5, "trans": 3, "dytr": 6, "oracle": 3}
+SHIPPED_MEMBERS = {"ddm": 5, "trans": 5, "dytr": 6, "oracle": 3}
 #: the recipes a shipped ensemble's members were trained with, as (preset, settings that differ
 #: from it); absent: the policy's own preset. The taught recipe (README, "Results of the shipped
 #: policies") is the dytr preset's pool and starts with the scripted expert as a teacher: ddm
