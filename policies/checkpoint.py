@@ -152,33 +152,44 @@ def training_dynamics(meta: dict[str, Any]) -> tuple[str, ...] | None:
 
     Each member's record (``member_training``, or ``training`` for one network) names its models
     by content (``dynamics_sources``: weights SHA-256, found among the shipped checkpoints by
-    :func:`gym_s3.dynamics.io.find_shipped`) or, in older records, by path
-    (``dynamics_checkpoint`` and ``dynamics_ensemble``; ``None`` and no ensemble: the shipped
-    default of its backend). ``None`` when a model is neither shipped nor on this disk, or when
-    the members trained in different models (no one distilled env is theirs).
+    :func:`gym_s3.dynamics.io.find_shipped`, else at the recorded paths if the files there still
+    have those hashes) or, in older records, by path only (``dynamics_checkpoint`` and
+    ``dynamics_ensemble``; ``None`` and no ensemble: the shipped default of its backend).
+    ``None`` when a model is neither shipped nor on this disk as trained, or when the members
+    trained in different models (no one distilled env is theirs).
 
     Returns:
         Checkpoint stems (a backend's shipped default by the backend's name, however its record
         names it), in training order: one for a single model, several for an ensemble.
     """
-    from gym_s3.dynamics.io import default_checkpoint, find_shipped
+    from gym_s3 import dynamics
+    from gym_s3.dynamics.io import default_checkpoint, expand_checkpoints, find_shipped
 
     def name(stem: Path) -> str:  # a backend's shipped default by its name, as older records do
         return stem.name if stem == default_checkpoint(stem.name) else str(stem)
 
-    def models(record: dict[str, Any]) -> tuple[str, ...] | None:
-        sources = record.get("dynamics_sources")
-        if sources:
-            found = [find_shipped(src["sha256"]) if src.get("sha256") else None
-                     for src in sources]  # fmt: skip
-            return tuple(name(f) for f in found) if all(found) else None
+    def by_path(record: dict[str, Any]) -> tuple[str, ...] | None:
         first = record.get("dynamics_checkpoint")
-        paths = (first or record.get("backend") or meta["backend"],
-                 *(record.get("dynamics_ensemble") or ()))  # fmt: skip
-        on_disk = [p for p in paths[int(first is None) :]]
-        if not all(checkpoints.checkpoint_paths(p)[1].is_file() for p in on_disk):
+        paths = expand_checkpoints((first or record.get("backend") or meta["backend"],
+                                    *(record.get("dynamics_ensemble") or ())))  # fmt: skip
+        known = dynamics.backend_names()
+        if not all(p in known or checkpoints.checkpoint_paths(p)[1].is_file() for p in paths):
             return None
         return paths
+
+    def models(record: dict[str, Any]) -> tuple[str, ...] | None:
+        sources = record.get("dynamics_sources")
+        if not sources:
+            return by_path(record)
+        found = [find_shipped(src["sha256"]) if src.get("sha256") else None for src in sources]
+        if all(found):
+            return tuple(name(f) for f in found)
+        paths = by_path(record)  # models of one's own: at their recorded paths, if unchanged
+        if paths is None or len(paths) != len(sources):
+            return None
+        same = all(dynamics.source(p)["sha256"] == src.get("sha256")
+                   for p, src in zip(paths, sources, strict=True))  # fmt: skip
+        return paths if same else None
 
     records = meta.get("member_training") or [meta.get("training") or {}]
     found = {models(record) for record in records}

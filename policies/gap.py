@@ -78,8 +78,8 @@ def gap_metrics(run: RunResult) -> dict[str, float | None]:
 def ensemble_end(ends: Sequence[str]) -> str:
     """How a lap ended across the dynamics models of an ensemble env.
 
-    ``completed`` when every model completed it, else the most common other end (ties: the first
-    model's).
+    ``completed`` when every model completed it, else the most common other end (ties: the end of
+    the first model that did not complete it).
     """
     failed = [end for end in ends if end != "completed"]
     return max(failed, key=failed.count) if failed else "completed"
@@ -181,8 +181,12 @@ def measure_gap(
                 expert=expert)  # fmt: skip
     backend = backend or policy.backend
     models = distilled_models(policy, backend, checkpoint)
-    per_model = [evaluate_distilled_laps(policy, backend=backend, checkpoint=model, **laps)
-                 for model in models]  # fmt: skip
+    per_model = [
+        evaluate_distilled_laps(
+            policy, backend=backend, **laps, checkpoint=None if model == backend else model
+        )
+        for model in models
+    ]  # fmt: skip (a backend's name: the env's own default)
     distilled = list(zip(*per_model, strict=True))
     if batched:
         grid = lap_grid([track], surfaces, ice_patches)
@@ -228,7 +232,10 @@ def distilled_models(policy: Any | None, backend: str, checkpoint: str | Sequenc
     from policies.checkpoint import training_dynamics
 
     if checkpoint is not None:
-        return expand_checkpoints(checkpoint)
+        models = expand_checkpoints(checkpoint)
+        if not models:
+            raise ConfigError("checkpoint is an empty list; name at least one dynamics model")
+        return models
     if policy is not None and backend == policy.backend:
         trained = training_dynamics(policy.meta)
         if trained:

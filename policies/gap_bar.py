@@ -7,7 +7,7 @@ report of :func:`policies.gap.measure_gap` (its ``runs``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -55,7 +55,7 @@ BAR_BAND: tuple[float, float] = (0.8, 1.25)
 BAR_ICE_PROGRESS: float = 0.10
 
 
-def gap_bar(report: dict[str, Any]) -> dict[str, Any]:
+def gap_bar(report: Mapping[str, Any]) -> dict[str, Any]:
     """Which laps of ``report`` meet the gap bar, for the conditions the bar names.
 
     A lap (a *cell*: track and condition) meets it when the ratios of :data:`BAR_RATIOS` lie in

@@ -36,7 +36,7 @@ def add_lap_options(p: Any, *, surfaces: str, ice_patches: str, ensemble: bool =
             "in; ddm:ice/s0, one of them); several make the distilled side an ensemble, each "
             "lap driven in every model and the distilled metrics their mean (default: the "
             "models the policy was trained in where its record names shipped or local ones, "
-            "else the shipped one of --backend)",
+            "else the shipped one of --backend; give the policy before this option)",
         )
     else:
         p.add_argument(

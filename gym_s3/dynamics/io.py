@@ -123,8 +123,8 @@ def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
     """The checkpoint stem meant by a backend name or a path.
 
     A backend name means its shipped checkpoint, never a file of that name in the working folder
-    (write ``./ddm`` for that); a one-member shipped set name (``"ddm:ice/s0"``) its checkpoint;
-    anything else is a checkpoint path.
+    (write ``./ddm`` for that); a one-member shipped set name (``"ddm:ice/s0"``) its checkpoint,
+    never a local file of that name (write ``./ddm:ice/s0``); anything else is a checkpoint path.
 
     Raises:
         CheckpointError: a shipped set of several models where one is needed, or a backend that
@@ -139,8 +139,8 @@ def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
             one = next(name for name, stems in sets.items() if stems == sets[text][:1])
             raise CheckpointError(
                 f"{text!r} names an ensemble of {len(sets[text])} shipped dynamics models; this "
-                f"use needs one: name a member (e.g. {one!r}) or pass the set where an ensemble "
-                "is taken (checkpoint=[...], --dynamics-checkpoint)"
+                f"use needs one: name a member (e.g. {one!r}), or pass the set where an ensemble "
+                "is taken (gym.make(..., checkpoint=...), s3 train, s3 gap)"
             )
         return sets[text][0]
     if text in backend_names():

@@ -61,7 +61,8 @@ def resolve_backend(config: DistilledConfig):
     if isinstance(config.checkpoint, tuple):
         raise ConfigError(
             f"this use needs one dynamics model, got an ensemble of {len(config.checkpoint)} "
-            "checkpoints; pass one checkpoint path"
+            "checkpoints; pass one checkpoint path or one member of a shipped set (e.g. "
+            "'ddm:ice/s0'); `s3 gap` drives every model of an ensemble"
         )
     if isinstance(config.backend, dynamics.DynamicsBackend):  # the user's own: grads untouched
         return config.backend.to(device=config.device, dtype=config.torch_dtype).eval()

@@ -85,3 +85,27 @@ def test_a_shipped_default_is_the_same_model_by_hash_or_by_no_path():
     assert training_dynamics({"backend": "trans", "training": new}) == ("trans",)
     meta = {"backend": "trans", "training": {}, "member_training": [old, new]}
     assert training_dynamics(meta) == ("trans",)
+
+
+def test_a_model_of_ones_own_is_found_at_its_path_only_while_it_is_unchanged(tmp_path: Path):
+    """Unshipped hashes: the recorded path if its file still has them; older forms of records."""
+    import torch
+
+    from gym_s3 import dynamics
+
+    model = dynamics.load("ddm")
+    with torch.no_grad():
+        next(model.parameters()).mul_(1.1)
+    own = str(tmp_path / "own")
+    dynamics.save(model, own)
+    record = {"dynamics_checkpoint": own, "dynamics_sources": _sources(own)}
+    assert training_dynamics({"backend": "ddm", "training": record}) == (own,)
+    with torch.no_grad():
+        next(model.parameters()).mul_(1.1)
+    dynamics.save(model, own)  # the file at that path is no longer the one trained in
+    assert training_dynamics({"backend": "ddm", "training": record}) is None
+    # older records: backend names in the ensemble, and a shipped set name
+    names = {"dynamics_checkpoint": None, "dynamics_ensemble": ["ddm"]}
+    assert training_dynamics({"backend": "ddm", "training": names}) == ("ddm", "ddm")
+    named_set = {"dynamics_checkpoint": "ddm:ice", "dynamics_ensemble": []}
+    assert training_dynamics({"backend": "ddm", "training": named_set}) == ICE

@@ -311,3 +311,11 @@ def test_the_scorecard_states_each_backends_bar_under_its_gap_table():
     assert "- ddm (distilled side: S3Distilled-v0/ddm (x)): Gap bar" in card
     assert "1 / 2 cells within. Misses: snow (cte_max 2.00)." in card
     assert "- trans" not in card
+
+
+def test_an_empty_list_of_dynamics_models_is_refused_before_any_lap(policy):
+    """``checkpoint=[]`` names no model: a ConfigError, not a late zip error."""
+    from policies.gap import distilled_models
+
+    with pytest.raises(ConfigError, match="empty list"):
+        distilled_models(policy, "bicycle", [])
