@@ -220,16 +220,15 @@ def training_dynamics_notes(named: list, backend: str | None) -> list[str]:
     The lap tables in ``S3Distilled-v0`` drive one model, by default the backend's shipped one;
     a policy trained across an ensemble (the shipped ``ddm``: ``ddm:ice``) is told apart.
     """
-    from gym_s3.dynamics.io import shipped_sets
+    from gym_s3.dynamics.io import shipped_name
     from policies.checkpoint import training_dynamics
 
-    names = {str(stems[0]): name for name, stems in shipped_sets().items() if len(stems) == 1}
     notes = []
     for name, policy in named:
         trained = training_dynamics(policy.meta)
         if (backend or policy.backend) != policy.backend or trained in (None, (policy.backend,)):
             continue
-        models = ", ".join(names.get(m, m) for m in trained)
+        models = ", ".join(shipped_name(m) or m for m in trained)
         notes.append(f"note: {name} trained in {len(trained)} dynamics model(s) ({models}); these "
                      f"laps drive the shipped {policy.backend} model: `s3 gap` drives all of "
                      "them, --dynamics-checkpoint picks one")  # fmt: skip

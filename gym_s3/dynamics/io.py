@@ -14,6 +14,7 @@ e.g. ``"ddm:ice/s0"``), wherever a checkpoint path is taken.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from importlib import resources
@@ -86,17 +87,29 @@ def shipped_sets() -> dict[str, tuple[Path, ...]]:
     return {name: tuple(stems) for name, stems in sets.items()}
 
 
+def shipped_name(stem: str | os.PathLike[str]) -> str | None:
+    """The one-member set name of a shipped checkpoint stem (``"ddm:ice/s0"``), or ``None``."""
+    return next((name for name, stems in shipped_sets().items()
+                 if stems == (Path(stem),)), None)  # fmt: skip
+
+
+@functools.cache
+def _shipped_by_sha256() -> dict[str, Path]:
+    """Weights SHA-256 -> stem of every shipped dynamics checkpoint (read once per process)."""
+    index: dict[str, Path] = {}
+    for sidecar in sorted(ASSET_DIR.rglob("*.json")):
+        sha = checkpoints.read_sidecar(sidecar).get("weights", {}).get("sha256")
+        index.setdefault(sha, sidecar.with_suffix(""))
+    return index
+
+
 def find_shipped(sha256: str) -> Path | None:
     """Stem of the shipped dynamics checkpoint whose weights have this SHA-256, or ``None``.
 
     Searches the default checkpoints and every shipped set (see the module docstring), so a
     record that names a model by content (:func:`source`) finds it on any machine.
     """
-    for sidecar in sorted(ASSET_DIR.rglob("*.json")):
-        weights = checkpoints.read_sidecar(sidecar).get("weights", {})
-        if weights.get("sha256") == sha256:
-            return sidecar.with_suffix("")
-    return None
+    return _shipped_by_sha256().get(sha256)
 
 
 def expand_checkpoints(value: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
@@ -136,7 +149,7 @@ def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
     sets = shipped_sets()
     if text in sets:
         if len(sets[text]) > 1:
-            one = next(name for name, stems in sets.items() if stems == sets[text][:1])
+            one = shipped_name(sets[text][0])
             raise CheckpointError(
                 f"{text!r} names an ensemble of {len(sets[text])} shipped dynamics models; this "
                 f"use needs one: name a member (e.g. {one!r}), or pass the set where an ensemble "
