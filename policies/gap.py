@@ -47,6 +47,8 @@ GAP_METRICS: dict[str, str] = {
     "speed_error_mean": "m/s",
     "action_smoothness": "1",
 }
+#: The metrics the gap tables show (``s3 gap``'s and the scorecard's), distilled, high-fi, ratio.
+GAP_COLUMNS: tuple[str, ...] = ("cte_mean", "cte_max", "lap_time", "progress_120s")
 #: Time at which the early progress is read [s] (laps on ice take minutes).
 PROGRESS_AT_S = 120.0
 
@@ -163,6 +165,7 @@ def measure_gap(
             stand-in through ``S3BeamNG-v0``, many times faster); needs ``standin``.
         **sim_options: BeamNG.tech connection (``host``, ``port``, ...) when not ``standin``.
     """
+    from gym_s3 import dynamics
     from policies.evaluate import evaluate_beamng
     from policies.evaluate_distilled import evaluate_distilled_laps
     from policies.evaluate_model import evaluate_model, lap_grid
@@ -181,12 +184,13 @@ def measure_gap(
                 expert=expert)  # fmt: skip
     backend = backend or policy.backend
     models = distilled_models(policy, backend, checkpoint)
+    # a backend's name passes as None: the env's own default (the shipped model, or untrained)
     per_model = [
         evaluate_distilled_laps(
             policy, backend=backend, **laps, checkpoint=None if model == backend else model
         )
         for model in models
-    ]  # fmt: skip (a backend's name: the env's own default)
+    ]
     distilled = list(zip(*per_model, strict=True))
     if batched:
         grid = lap_grid([track], surfaces, ice_patches)
@@ -197,8 +201,6 @@ def measure_gap(
     else:
         highfi = evaluate_beamng(policy, standin=standin, fast=fast, **laps, **sim_options)
     pairs = list(zip(distilled, highfi, strict=True))
-    from gym_s3 import dynamics
-
     env = distilled[0][0].env if distilled else None
     report = {
         "policy": EXPERT if expert else str(getattr(policy, "path", "")),

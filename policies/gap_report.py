@@ -12,14 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from policies.gap import GAP_METRICS
+from policies.gap import GAP_COLUMNS, GAP_METRICS
 from policies.gap_bar import bar_line, ends_line, gap_bar, gap_ends
 
 if TYPE_CHECKING:
     from policies.evaluate import RunResult
-
-#: The metrics of the gap table (each shown distilled, high-fidelity and as their ratio).
-SHOWN = ("cte_mean", "cte_max", "lap_time", "progress_120s")
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -40,7 +37,7 @@ def gap_markdown(report: dict[str, Any]) -> str:
     from policies.evaluate import describe_condition
 
     head = ["condition", "end (distilled / high-fi)"]
-    for k in SHOWN:
+    for k in GAP_COLUMNS:
         head += [f"{k} distilled [{GAP_METRICS[k]}]", f"{k} high-fi", f"{k} ratio"]
     lines = [
         f"# Sim-to-sim gap: {report['distilled']} vs {report['highfi']}",
@@ -54,7 +51,7 @@ def gap_markdown(report: dict[str, Any]) -> str:
     for run in report["runs"]:
         d, h, r = run["distilled"], run["highfi"], run["ratio"]
         cells = [describe_condition(run["condition"]), f"{d['end']} / {h['end']}"]
-        for k in SHOWN:
+        for k in GAP_COLUMNS:
             cells += [_fmt(d[k]), _fmt(h[k]), _fmt(r[k])]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", *_summary_lines(report)]
@@ -79,7 +76,7 @@ def print_gap(report: dict[str, Any]) -> None:
     for run in report["runs"]:
         d, h, r = run["distilled"], run["highfi"], run["ratio"]
         row = [describe_condition(run["condition"]), f"{d['end']} / {h['end']}"]
-        for k in SHOWN:
+        for k in GAP_COLUMNS:
             row += [f"{_fmt(d[k])} / {_fmt(h[k])}", _fmt(r[k])]
         table.add_row(*row)
     console = result_console(min_width=170)

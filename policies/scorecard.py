@@ -227,13 +227,10 @@ def scorecard_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: Gap ratios (high-fidelity / distilled, from ``s3 gap``) shown per backend and condition.
-GAP_COLUMNS: tuple[str, ...] = ("cte_mean", "cte_max", "lap_time", "progress_120s")
-
-
 def gap_markdown(gaps: Mapping[str, Mapping[str, Any]]) -> str:
     """The sim-to-sim gap per backend and surface condition as Markdown (from ``gap.json``)."""
     from policies.evaluate import describe_condition
+    from policies.gap import GAP_COLUMNS
     from policies.gap_bar import bar_line, gap_bar
 
     lines = ["Sim-to-sim gap (high-fidelity / distilled; 1 = the distilled env predicted the lap; "
