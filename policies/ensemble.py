@@ -57,8 +57,15 @@ def _members(policy: Policy) -> list[tuple[ActorNet, dict[str, Any], dict[str, A
     return list(zip(policy.actor.members, trainings, sources, strict=True))
 
 
-def combine(policies: Sequence[Policy]) -> tuple[ActorEnsemble, dict[str, Any], dict[str, Any]]:
+def combine(
+    policies: Sequence[Policy], members: Sequence[int] | None = None
+) -> tuple[ActorEnsemble, dict[str, Any], dict[str, Any]]:
     """The ensemble of ``policies`` and the sidecar records of its training.
+
+    Args:
+        policies: the policies; an ensemble contributes each of its members.
+        members: indices into the list of all their actors, in order (0-based; the members of an
+            ensemble in their stored order), to keep only those; ``None``: all.
 
     Returns:
         ``(actor, training, extra)``: the ensemble actor; the training settings every member
@@ -67,7 +74,8 @@ def combine(policies: Sequence[Policy]) -> tuple[ActorEnsemble, dict[str, Any], 
 
     Raises:
         ConfigError: fewer than two actors, members of different observation modes, backends
-            or network shapes, or the same member (same weights) given twice.
+            or network shapes, the same member (same weights) given twice, or ``members``
+            naming an actor that does not exist or one actor twice.
         CheckpointError: an ensemble given as a member whose records do not match its actors.
     """
     modes = sorted({(p.obs_mode, p.backend, tuple(p.meta["hidden"])) for p in policies})
@@ -77,7 +85,16 @@ def combine(policies: Sequence[Policy]) -> tuple[ActorEnsemble, dict[str, Any], 
             + "; ".join(f"{m} / {b} / {list(h)}" for m, b, h in modes)
             + ". Combine policies trained with the same preset (different seeds)."
         )
-    members = [m for p in policies for m in _members(p)]
+    members_all = [m for p in policies for m in _members(p)]
+    chosen = range(len(members_all)) if members is None else list(members)
+    bad = [i for i in chosen if not 0 <= i < len(members_all)]
+    if bad or len(set(chosen)) != len(chosen):
+        raise ConfigError(
+            f"--members {' '.join(map(str, chosen))}: each index must name one of the "
+            f"{len(members_all)} actors of the given policies (0 to {len(members_all) - 1}, an "
+            "ensemble's members in their stored order), once"
+        )
+    members = [members_all[i] for i in chosen]
     if len(members) < 2:
         raise ConfigError(f"an ensemble needs at least two policies, got {len(members)} actor(s)")
     hashes = [s.get("sha256") for _, _, s in members if s.get("sha256")]
@@ -95,9 +112,11 @@ def combine(policies: Sequence[Policy]) -> tuple[ActorEnsemble, dict[str, Any], 
     return ActorEnsemble(actors), shared, extra
 
 
-def write_ensemble(policies: Sequence[Policy], out: str | Path) -> Path:
-    """Combine ``policies`` (:func:`combine`) and write the checkpoint ``out`` (a stem)."""
-    actor, training, extra = combine(policies)
+def write_ensemble(
+    policies: Sequence[Policy], out: str | Path, members: Sequence[int] | None = None
+) -> Path:
+    """Combine ``policies`` (:func:`combine`, keeping ``members``) and write ``out`` (a stem)."""
+    actor, training, extra = combine(policies, members)
     first = policies[0]
     return save_policy(out, actor, backend=first.backend, obs_mode=first.obs_mode,
                        training=training, extra=extra)  # fmt: skip
@@ -119,6 +138,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("policies", nargs="+", metavar="POLICY",
                    help="member policies: checkpoint paths (stem, .json or .safetensors) or "
                    "shipped names")  # fmt: skip
+    p.add_argument("--members", type=int, nargs="+", metavar="I", default=None,
+                   help="keep only these actors: 0-based indices into all the POLICY arguments' "
+                   "actors in order (an ensemble's members in their stored order, as its "
+                   "sidecar's member_training lists them); e.g. `s3 ensemble dytr --members "
+                   "3 4 5 --out taught` takes three members of the shipped dytr (default: "
+                   "all)")  # fmt: skip
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", type=Path,
                        help="checkpoint stem to write (OUT.json + OUT.safetensors)")  # fmt: skip
@@ -131,8 +156,10 @@ def _run(args: argparse.Namespace) -> int:
     """``s3 ensemble``."""
     policies = [resolve_policy(name)[1] for name in args.policies]
     out = shipped_policy(args.ship).with_suffix("") if args.ship else args.out
-    path = write_ensemble(policies, out)
+    path = write_ensemble(policies, out, args.members)
     count = sum(len(p.actor.members) if isinstance(p.actor, ActorEnsemble) else 1
                 for p in policies)  # fmt: skip
+    if args.members is not None:
+        count = len(args.members)
     print(f"ensemble of {count} actors written to {path}")
     return 0

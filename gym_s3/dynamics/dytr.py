@@ -103,3 +103,7 @@ class DyTRBackend(LearnedBackend):
         tokens = pad_front(past.to(self.bound.dtype), self.residual.receptive_field - 1)
         _, caches = self.residual.forward_window(self.norm.history(tokens))
         return caches
+
+    def steady_extra(self, row: Tensor) -> dict[str, Tensor]:
+        """Residual keys/values after a history of copies of ``row`` (one token's pass)."""
+        return self.residual.steady_caches(self.norm.history(row.to(self.bound.dtype)))

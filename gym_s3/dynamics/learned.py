@@ -70,10 +70,18 @@ class LearnedBackend(DynamicsBackend):
             :meth:`step` predict exactly what :meth:`predict` would on the full window.
         """
 
+    def steady_extra(self, row: Tensor) -> dict[str, Tensor]:
+        """The ``extra`` after a history whose rows all equal ``row`` ``(N, 9)``.
+
+        The same as :meth:`extra_from_history` on copies of ``row``; backends that can compute it
+        from the one row (the attention caches of ``trans`` and ``dytr``) override this.
+        """
+        return self.extra_from_history(row[:, None])
+
     def initial_state(self, pose: Tensor, speed: Tensor, wheel_mu: Tensor) -> BackendState:
         """Cars in steady straight motion; the carried state matches the steady history."""
         state = super().initial_state(pose, speed, wheel_mu)
-        state.extra = self.extra_from_history(state.history)
+        state.extra = self.steady_extra(state.history[:, -1])
         return state
 
 

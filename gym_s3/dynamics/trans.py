@@ -112,3 +112,7 @@ class TransformerBackend(LearnedBackend):
         tokens = pad_front(past.to(self.dv_limit.dtype), self.history_length - 1)
         _, caches = self.net.forward_window(self.norm.history(tokens))
         return caches
+
+    def steady_extra(self, row: Tensor) -> dict[str, Tensor]:
+        """Keys/values after a history of copies of ``row`` ``(N, 9)`` (one token's pass)."""
+        return self.net.steady_caches(self.norm.history(row.to(self.dv_limit.dtype)))

@@ -61,3 +61,29 @@ def test_learned_initial_state_matches_its_history(learned) -> None:
     assert set(rebuilt) == set(st.extra)
     for key, value in rebuilt.items():
         torch.testing.assert_close(st.extra[key], value)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_steady_caches_equal_window_of_copies(layers: int) -> None:
+    """One token's pass gives the caches that forward_window leaves after copies of it."""
+    torch.manual_seed(0)
+    net = SlidingWindowTransformer(9, 3, d_model=16, heads=2, layers=layers, window=4).eval()
+    token = torch.randn(5, 9)
+    with torch.no_grad():
+        _, ref = net.forward_window(token[:, None].expand(-1, net.receptive_field - 1, -1))
+        steady = net.steady_caches(token)
+    assert set(steady) == set(ref)
+    for key, value in ref.items():
+        torch.testing.assert_close(steady[key], value, atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["trans", "dytr"])
+def test_backend_steady_extra_equals_history_of_copies(name: str) -> None:
+    """``steady_extra`` of any row (turning, braking, mixed friction) equals the full rebuild."""
+    backend = build(name)
+    row = random_rows(6, 1, seed=3)[:, 0]
+    with torch.no_grad():
+        steady = backend.steady_extra(row)
+        full = backend.extra_from_history(row[:, None].expand(-1, backend.history_length, -1))
+    for key, value in full.items():
+        torch.testing.assert_close(steady[key], value, atol=1e-6, rtol=1e-6)

@@ -174,3 +174,26 @@ def test_an_ensemble_drives_a_lap_like_a_single_policy(tmp_path):
     (row,) = evaluate_model([("e", ens)], [Lap("procedural:0", "asphalt", 0)], max_steps=20,
                             expert=False, progress=False)  # fmt: skip
     assert row.driver == "e" and row.metrics["steps"] == 20
+
+
+def test_members_selects_actors_across_the_given_policies(tmp_path, capsys):
+    """``--members`` keeps the named actors of all POLICY arguments, in order, with records."""
+    pols = [_saved(tmp_path, n, s) for n, s in (("a", 0), ("b", 1), ("c", 2))]
+    trio = load_policy(write_ensemble(pols, tmp_path / "trio"))
+    d = _saved(tmp_path, "d", 3)
+    actor, _, extra = combine([trio, d], members=[1, 3])
+    assert [t["seed"] for t in extra["member_training"]] == [1, 3]
+    assert [s["file"] for s in extra["member_sources"]] == ["b.json", "d.json"]
+    obs = torch.randn(16, F)
+    expected = torch.tanh((pols[1].actor(obs)[0] + d.actor(obs)[0]) / 2)
+    assert torch.allclose(torch.tanh(actor(obs)[0]), expected, atol=1e-6)
+    out = tmp_path / "bd"
+    assert main(["ensemble", str(trio.path), str(d.path), "--members", "1", "3", "--out",
+                 str(out)]) == 0  # fmt: skip
+    assert "ensemble of 2 actors" in capsys.readouterr().out
+    written = load_policy(out.with_suffix(".json")).meta["member_training"]
+    assert [t["seed"] for t in written] == [1, 3]
+    for bad in (["4"], ["1", "1"], ["-1", "0"]):
+        assert main(["ensemble", str(trio.path), str(d.path), "--members", "0", *bad, "--out",
+                     str(tmp_path / "x")]) == 2  # fmt: skip
+        assert "0 to 3" in capsys.readouterr().err
