@@ -12,6 +12,9 @@ one run and alternated in blocks so both see the same machine load:
 * ``window``: the same reset with the backend's ``steady_extra`` replaced by the window forward
   it stands for (``extra_from_history`` on the steady history), the previous path.
 
+Learned backends only (``ddm``, ``trans``, ``dytr``; ``ddm`` carries no cache, so its two paths
+are the same work).
+
 It prints the median milliseconds of each and their ratio. Nothing is asserted.
 
     python benchmarks/bench_reset.py                          # trans and dytr, N = 4096, eager
@@ -70,11 +73,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5, help="resets per block (default: 5)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
     args = parser.parse_args(argv)
+    # the paths are swapped on one core, each block a recompile of the reset's graph fragments
+    torch._dynamo.config.recompile_limit = 64
     print(f"torch {torch.__version__}, {args.threads} thread(s), N = {args.num_envs}, "
           f"compile {args.compile}; medians over {args.blocks} alternated blocks of "
           f"{args.repeats}")  # fmt: skip
     print(f"{'backend':8} {'R':>5} {'window ms':>10} {'steady ms':>10} {'ratio':>6}")
     for name in args.backends:
+        torch._dynamo.reset()  # each backend compiles afresh (as bench_distilled.py)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             config = DistilledConfig.from_kwargs(

@@ -3,8 +3,9 @@
 A learned backend normalises its inputs with train-split statistics (:class:`Normalizer`),
 carries whatever it needs between steps in ``BackendState.extra`` (tensors with leading N, so the
 environments' row-wise ``where`` reset keeps working) and can rebuild that state from any window
-of past rows (:meth:`LearnedBackend.extra_from_history`), which is how fresh cars, dataset windows
-and the training loop start.
+of past rows (:meth:`LearnedBackend.extra_from_history`), which is how dataset windows and the
+training loop start; fresh cars in steady motion start from :meth:`LearnedBackend.steady_extra`
+(the same state, from the one repeated row).
 """
 
 from __future__ import annotations
@@ -73,10 +74,11 @@ class LearnedBackend(DynamicsBackend):
     def steady_extra(self, row: Tensor) -> dict[str, Tensor]:
         """The ``extra`` after a history whose rows all equal ``row`` ``(N, 9)``.
 
-        The same as :meth:`extra_from_history` on copies of ``row``; backends that can compute it
-        from the one row (the attention caches of ``trans`` and ``dytr``) override this.
+        The same as :meth:`extra_from_history` on ``history_length`` copies of ``row``; backends
+        that can compute it from the one row (the attention caches of ``trans`` and ``dytr``)
+        override this.
         """
-        return self.extra_from_history(row[:, None])
+        return self.extra_from_history(row[:, None].expand(-1, self.history_length, -1))
 
     def initial_state(self, pose: Tensor, speed: Tensor, wheel_mu: Tensor) -> BackendState:
         """Cars in steady straight motion; the carried state matches the steady history."""

@@ -16,8 +16,8 @@ The faces (:mod:`gym_s3.envs.distilled`, :mod:`gym_s3.envs.vector`,
 :meth:`DistilledCore.autoreset`.
 
 On the CPU, where reading a mask costs nothing, two shortcuts apply (same results): a step in which
-no car finished skips the autoreset, and backend start states (which learned backends prefill with
-a window forward) are built for the reset cars only.
+no car finished skips the autoreset, and backend start states (which learned backends prefill from
+their steady start history) are built for the reset cars only.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class DistilledCore:
         self.episode_id = torch.full((n,), -1, dtype=torch.int64, device=dev)
         self._started = False
         # On the CPU, where reading a mask costs nothing, the backend's start states are built for
-        # the reset cars only (learned backends prefill their caches with a window forward).
+        # the reset cars only (learned backends prefill their caches from the start history).
         self._subset_resets = self.device.type == "cpu"
         self._step_fn = self._step_impl
         self._reset_fn = self._reset_impl

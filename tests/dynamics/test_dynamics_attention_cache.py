@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from dynamics_helpers import build, random_rows
+from dynamics_helpers import build, random_rows, typical_stats
 
-from gym_s3.dynamics import state_from_window
+from gym_s3.dynamics import make, state_from_window
 from gym_s3.dynamics.attention import SlidingWindowTransformer
 
 
@@ -77,13 +77,25 @@ def test_steady_caches_equal_window_of_copies(layers: int) -> None:
         torch.testing.assert_close(steady[key], value, atol=1e-6, rtol=1e-6)
 
 
+@pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("name", ["trans", "dytr"])
-def test_backend_steady_extra_equals_history_of_copies(name: str) -> None:
+def test_backend_steady_extra_equals_history_of_copies(name: str, layers: int) -> None:
     """``steady_extra`` of any row (turning, braking, mixed friction) equals the full rebuild."""
-    backend = build(name)
+    torch.manual_seed(1)
+    backend = (
+        make("trans", layers=layers)
+        if name == "trans"
+        else make("dytr", residual={"layers": layers})
+    )
+    backend.set_norm_stats(typical_stats())
+    if name == "dytr":
+        with torch.no_grad():
+            torch.nn.init.normal_(backend.residual.head[-1].weight, std=0.3)
+    backend.eval()
     row = random_rows(6, 1, seed=3)[:, 0]
     with torch.no_grad():
         steady = backend.steady_extra(row)
         full = backend.extra_from_history(row[:, None].expand(-1, backend.history_length, -1))
+    assert set(steady) == set(full)
     for key, value in full.items():
         torch.testing.assert_close(steady[key], value, atol=1e-6, rtol=1e-6)
