@@ -157,9 +157,12 @@ def _run(args: argparse.Namespace) -> int:
     policies = [resolve_policy(name)[1] for name in args.policies]
     out = shipped_policy(args.ship).with_suffix("") if args.ship else args.out
     path = write_ensemble(policies, out, args.members)
-    count = sum(len(p.actor.members) if isinstance(p.actor, ActorEnsemble) else 1
-                for p in policies)  # fmt: skip
-    if args.members is not None:
-        count = len(args.members)
+    count = (
+        len(args.members)
+        if args.members is not None
+        else sum(
+            len(p.actor.members) if isinstance(p.actor, ActorEnsemble) else 1 for p in policies
+        )
+    )
     print(f"ensemble of {count} actors written to {path}")
     return 0
