@@ -7,8 +7,7 @@ discordant laps (one passes, the other not) tell the two apart; under "no differ
 them is a fair coin, so the one-sided exact sign test gives how likely it is that ``A`` wins at
 least as many of them by chance (:func:`sign_test`).
 
-    python tools/paired_laps.py runs/set/procedural/results.json runs/set/towns/results.json \\
-        --a T5s --b dytr --out runs/set/paired.md
+    python tools/paired_laps.py runs/set/results.json --a T5s --b dytr --out runs/set/paired.md
 """
 
 from __future__ import annotations
