@@ -88,12 +88,21 @@ def competitor() -> subprocess.Popen:
 
 def main(argv: list[str] | None = None) -> None:
     """Measure every setting quiet and loaded; print medians and ratios."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", nargs="+", default=["bicycle", "trans"])
-    parser.add_argument("--num-envs", type=int, default=4096, help="cars N (default 4096)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--backends", nargs="+", default=["bicycle", "trans"],
+                        help="dynamics backends to time, each under every setting (bicycle, ddm, "
+                        "trans, dytr)")  # fmt: skip
+    parser.add_argument("--num-envs", type=int, default=4096, help="cars N of the env [count]")
     parser.add_argument("--seconds", type=float, default=6.0,
-                        help="timing per measurement [s] (default 6)")  # fmt: skip
-    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+                        help="timing of one measurement (at least 5 steps; each setting is "
+                        "measured twice, quiet and loaded) [s]")  # fmt: skip
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
+                        help="thread settings to measure: default (what a user gets: 1 thread), "
+                        "torch-default (S3_TORCH_THREADS=0: torch's choice, one per core), "
+                        "torch-default+passive (the same, OMP_WAIT_POLICY=PASSIVE)")  # fmt: skip
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

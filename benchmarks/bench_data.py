@@ -177,18 +177,37 @@ def bench_sizing(path: Path, backend: str, fractions: list[float], updates: int)
 
 def main() -> None:
     """Run the selected sections."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("generate", "recorder", "dataset", "session", "sizing"))
-    parser.add_argument("--cars", type=int, nargs="+", default=[64, 256, 1024])
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--steps", type=int, default=40, help="control steps per wave")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--dataset", type=Path, default=None, help="existing dataset folder")
-    parser.add_argument("--backend", default="trans", help="backend of the sizing study")
-    parser.add_argument(
-        "--fractions", type=float, nargs="+", default=[0.0625, 0.125, 0.25, 0.5, 1.0]
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--updates", type=int, default=3000, help="updates per sizing run")
+    parser.add_argument("--only", choices=("generate", "recorder", "dataset", "session", "sizing"),
+                        help="run only this section; omitted: generate, recorder, dataset and "
+                        "session, and sizing too when --dataset is given")  # fmt: skip
+    parser.add_argument("--cars", type=int, nargs="+", default=[64, 256, 1024],
+                        help="cars per generation wave, one row each (generate) "
+                        "[count]")  # fmt: skip
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
+                        help="torch threads, one row each per --cars value (generate) "
+                        "[count]")  # fmt: skip
+    parser.add_argument("--steps", type=int, default=40,
+                        help="control steps per generation wave (generate) "
+                        "[steps of 50 ms]")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="timed runs per measurement, median printed (generate, recorder, "
+                        "dataset) [count]")  # fmt: skip
+    parser.add_argument("--dataset", type=Path, default=None,
+                        help="existing dataset folder (dataset: omitted, a tiny one is generated; "
+                        "sizing: required)")  # fmt: skip
+    parser.add_argument("--backend", default="trans",
+                        help="dynamics backend trained in the sizing study (sizing)")  # fmt: skip
+    parser.add_argument("--fractions", type=float, nargs="+",
+                        default=[0.0625, 0.125, 0.25, 0.5, 1.0],
+                        help="shares of the dataset's training sessions to train on, one row "
+                        "each (sizing) [0-1]")  # fmt: skip
+    parser.add_argument("--updates", type=int, default=3000,
+                        help="gradient updates of 256 windows per sizing run; above 250 rounded "
+                        "down to whole epochs of 250 (sizing) [count]")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.only in (None, "generate"):

@@ -154,16 +154,37 @@ HEADER = (f"{'backend':8} {'N':>6} {'mode':8} {'step ms':>9} {'steps/s':>11} "
 
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark grid and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", nargs="+", default=list(BACKENDS))
-    parser.add_argument("--sizes", nargs="+", type=int, default=[1024, 4096, 16384])
-    parser.add_argument("--compile", choices=["off", "on", "both"], default="both")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
-    parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--overhead-n", type=int, default=4096)
-    parser.add_argument("--tracks", nargs="+", default=["putnam", "procedural:0", "town:0"])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--backends", nargs="+", default=list(BACKENDS),
+                        help="dynamics backends to time (bicycle, ddm, trans, dytr)")  # fmt: skip
+    parser.add_argument("--sizes", nargs="+", type=int, default=[1024, 4096, 16384],
+                        help="numbers of cars N, one row each per backend and mode "
+                        "[count]")  # fmt: skip
+    parser.add_argument("--compile", choices=["off", "on", "both"], default="both",
+                        help="off: eager rows only; on: torch.compile rows only; both: one of "
+                        "each")  # fmt: skip
+    parser.add_argument("--device", default="cpu",
+                        help="torch device, e.g. cpu or cuda (cuda timings "
+                        "are synchronised)")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch intra-op threads; omitted: torch's default "
+                        "[count]")  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=30,
+                        help="timed env steps per row, and timed bare forwards at --overhead-n; "
+                        "the median is printed [count]")  # fmt: skip
+    parser.add_argument("--warmup", type=int, default=5,
+                        help="untimed env steps per row after the first two (which compile in "
+                        "compile mode; their time is printed as compile s) [count]")  # fmt: skip
+    parser.add_argument("--overhead-n", type=int, default=4096,
+                        help="the N (one of --sizes) at which the bare backend forward, the "
+                        "overhead ratio and the bytes per car are also measured "
+                        "[count]")  # fmt: skip
+    parser.add_argument("--tracks", nargs="+", default=["putnam", "procedural:0", "town:0"],
+                        help="tracks of the scenario pool (putnam, "
+                        "procedural:K, town:K)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -32,13 +32,20 @@ def main() -> None:
     from policies.evaluate_model import Lap, evaluate_model
     from policies.rollouts import resolve_policy
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=200, help="control steps per lap (cap) [count]")
-    p.add_argument("--repeats", type=int, default=3, help="timed runs of each path [count]")
-    p.add_argument("--policy", default="ddm", help="shipped policy name or checkpoint")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
+    p.add_argument("--steps", type=int, default=200,
+                   help="control steps per lap (cap) [steps of 50 ms]")  # fmt: skip
+    p.add_argument("--repeats", type=int, default=3,
+                   help="timed runs of each path after one untimed warm-up run; the median is "
+                   "printed [count]")  # fmt: skip
+    p.add_argument("--policy", default="ddm",
+                   help="shipped policy name or checkpoint path (the env runs "
+                   "its backend)")  # fmt: skip
     p.add_argument("--tracks", default="putnam,procedural:201", help="comma-separated tracks")
     p.add_argument("--conditions", default="asphalt,ice,asphalt+6,asphalt>ice",
-                   help="comma-separated SURFACE[+PATCHES]")  # fmt: skip
+                   help="comma-separated lap conditions, each SURFACE[+ICE_PATCHES]; SURFACE a "
+                   "base surface or a transition FROM>TO")  # fmt: skip
     args = p.parse_args()
     torch.set_num_threads(1)
     _, policy = resolve_policy(args.policy)

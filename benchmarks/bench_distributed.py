@@ -125,20 +125,36 @@ def bench_distill(args: argparse.Namespace, dataset: Path) -> None:
 
 def parser() -> argparse.ArgumentParser:
     """Command-line options (shared with ``gpu_distributed.py``)."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--procs", type=int, default=2, help="processes K of the parallel rows")
-    p.add_argument("--threads", type=int, default=1, help="torch threads per process")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
+    p.add_argument("--procs", type=int, default=2, help="processes K of the parallel rows [count]")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads per process (the '1 proc x K thr' row: K times this) "
+                   "[count]")  # fmt: skip
     p.add_argument("--device", default="cpu", help="cpu or cuda (one GPU per process)")
-    p.add_argument("--backend", default="bicycle", help="PPO preset / dynamics backend")
-    p.add_argument("--num-envs", type=int, default=512, help="cars of the baseline process")
-    p.add_argument("--rollout-steps", type=int, default=32, help="steps per car per batch")
-    p.add_argument("--frames", type=int, default=262144, help="PPO frames per run (job-wide)")
+    p.add_argument("--backend", default="bicycle",
+                   help="PPO preset (and dynamics backend) of the PPO rows")  # fmt: skip
+    p.add_argument("--num-envs", type=int, default=512,
+                   help="cars of the baseline process (weak rows: per process; strong rows: "
+                   "split over the K) [count]")  # fmt: skip
+    p.add_argument("--rollout-steps", type=int, default=32,
+                   help="PPO rollout: env steps per car per batch [count]")  # fmt: skip
+    p.add_argument("--frames", type=int, default=262144,
+                   help="PPO frames per run, all processes together [frames]")  # fmt: skip
     p.add_argument("--distill-backend", default="ddm", help="backend of the distillation rows")
-    p.add_argument("--batch", type=int, default=512, help="windows per update of the baseline")
-    p.add_argument("--updates", type=int, default=40, help="distillation updates per run")
-    p.add_argument("--dataset", type=Path, default=None, help="dataset (default: generated)")
-    p.add_argument("--repeats", type=int, default=3, help="runs per row (median)")
-    p.add_argument("--skip", choices=("ppo", "distill"), default=None, help="skip one table")
+    p.add_argument("--batch", type=int, default=512,
+                   help="windows per update of the baseline process (weak rows: per process; "
+                   "strong rows: split over the K) [windows]")  # fmt: skip
+    p.add_argument("--updates", type=int, default=40,
+                   help="distillation updates per run, as two epochs of half as many "
+                   "[count]")  # fmt: skip
+    p.add_argument("--dataset", type=Path, default=None,
+                   help="dataset folder of the distillation rows; omitted: a tiny one is "
+                   "generated")  # fmt: skip
+    p.add_argument("--repeats", type=int, default=3,
+                   help="runs per row; the median is printed [count]")  # fmt: skip
+    p.add_argument("--skip", choices=("ppo", "distill"), default=None,
+                   help="skip this table; omitted: both run")  # fmt: skip
     return p
 
 

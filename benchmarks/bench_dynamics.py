@@ -102,12 +102,24 @@ def state_bytes(state: BackendState) -> int:
 
 def main() -> None:
     """Parse arguments and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", nargs="+", default=list(BACKENDS))
-    parser.add_argument("--n", type=int, nargs="+", default=[4096], help="numbers of cars")
-    parser.add_argument("--threads", type=int, nargs="+", default=[torch.get_num_threads()])
-    parser.add_argument("--repeat", type=int, default=30, help="timed steps per measurement")
-    parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--backends", nargs="+", default=list(BACKENDS),
+                        help="dynamics backends to time (bicycle, ddm, trans, dytr); the shipped "
+                        "checkpoint when there is one, else untrained weights")  # fmt: skip
+    parser.add_argument("--n", type=int, nargs="+", default=[4096],
+                        help="numbers of cars N, one row each [count]")  # fmt: skip
+    parser.add_argument("--threads", type=int, nargs="+", default=[torch.get_num_threads()],
+                        help="torch intra-op threads, one row each; the default is torch's own "
+                        "on this machine [count]")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=30,
+                        help="timed steps per row after 3 untimed ones; the median is printed "
+                        "[count]")  # fmt: skip
+    parser.add_argument("--json", default=None,
+                        help="also write the rows to this JSON file; omitted: "
+                        "print only")  # fmt: skip
     args = parser.parse_args()
     rows = []
     print(f"torch {torch.__version__}, CPU, float32, inference mode; median of {args.repeat}")

@@ -31,14 +31,21 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
     p.add_argument("--backend", default="dytr", help="backend whose shipped checkpoint is copied")
-    p.add_argument("--sizes", type=int, nargs="+", default=[2048], help="numbers of cars N")
+    p.add_argument("--sizes", type=int, nargs="+", default=[2048],
+                   help="numbers of cars N [count]")  # fmt: skip
     p.add_argument("--members", type=int, nargs="+", default=[1, 2, 3],
                    help="ensemble sizes K to time (1: the model alone; ratios are to the first "
-                   "one listed)")  # fmt: skip
-    p.add_argument("--rounds", type=int, default=3, help="alternated rounds per configuration")
-    p.add_argument("--repeats", type=int, default=30, help="timed env steps per round")
-    p.add_argument("--warmup", type=int, default=5, help="untimed env steps before each round")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+                   "one listed) [count]")  # fmt: skip
+    p.add_argument("--rounds", type=int, default=3,
+                   help="alternated rounds per configuration; the median over them is printed "
+                   "[count]")  # fmt: skip
+    p.add_argument("--repeats", type=int, default=30,
+                   help="timed env steps per round (their median is the round's time) "
+                   "[count]")  # fmt: skip
+    p.add_argument("--warmup", type=int, default=5,
+                   help="untimed env steps before each round, on top of two first ones "
+                   "[count]")  # fmt: skip
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads [count]")
     p.add_argument("--tracks", nargs="+", default=["putnam", "procedural:0"],
                    help="tracks of the scenario pool")  # fmt: skip
     args = p.parse_args(argv)

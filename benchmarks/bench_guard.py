@@ -66,12 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--backends", nargs="+", default=["bicycle", "ddm", "trans", "dytr"],
-                        help="dynamics backends")  # fmt: skip
+                        help="dynamics backends to time (bicycle, ddm, trans, dytr)")  # fmt: skip
     parser.add_argument("--num-envs", type=int, default=4096, help="cars N [count]")
     parser.add_argument("--blocks", type=int, default=12,
                         help="timed blocks per path (the median is over them) [count]")  # fmt: skip
     parser.add_argument("--steps", type=int, default=5, help="env steps per block [count]")
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads [count]")
     parser.add_argument("--seed", type=int, default=0, help="env and action seed")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)  # the env sets it again from DistilledConfig.threads

@@ -57,8 +57,11 @@ def _drive(path: str, fast: bool) -> float:
 
 def main() -> None:
     """Time both paths and print one table."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=3, help="timed runs of each path (warm)")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
+    p.add_argument("--repeats", type=int, default=3,
+                   help="timed runs of each path, alternated, after one untimed warm-up run "
+                   "each; the median is printed (not used with --cold) [count]")  # fmt: skip
     p.add_argument(
         "--cold",
         action="store_true",

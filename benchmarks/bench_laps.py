@@ -34,15 +34,21 @@ def main() -> None:
     from policies.evaluate_model import Lap, evaluate_model
     from policies.rollouts import resolve_policy
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=200, help="control steps per lap (cap)")
-    p.add_argument("--repeats", type=int, default=3, help="timed batches of the model path")
-    p.add_argument("--policy", default="ddm", help="shipped policy name or checkpoint")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
+    p.add_argument("--steps", type=int, default=200,
+                   help="control steps per lap (cap) [steps of 50 ms]")  # fmt: skip
+    p.add_argument("--repeats", type=int, default=3,
+                   help="timed batches of the model path (every lap and driver one car); the "
+                   "median is printed [count]")  # fmt: skip
+    p.add_argument("--policy", default="ddm", help="shipped policy name or checkpoint path")
     p.add_argument("--client-laps", type=int, default=4,
-                   help="laps timed through beamngpy (the first ones, lap by lap)")  # fmt: skip
+                   help="laps timed through beamngpy (the first ones, lap by lap; the median "
+                   "over them is printed) [count]")  # fmt: skip
     p.add_argument("--tracks", default="putnam", help="comma-separated tracks")
     p.add_argument("--conditions", default="asphalt,ice,asphalt+6,asphalt>ice",
-                   help="comma-separated SURFACE[+PATCHES]")  # fmt: skip
+                   help="comma-separated lap conditions, each SURFACE[+ICE_PATCHES]; SURFACE a "
+                   "base surface or a transition FROM>TO")  # fmt: skip
     args = p.parse_args()
     logging.getLogger("beamngpy").setLevel(logging.WARNING)
     torch.set_num_threads(1)

@@ -50,13 +50,17 @@ def main() -> None:
     from policies.checkpoint import Policy, resolve_policy
     from policies.networks import ActorEnsemble, ActorNet
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 4096],
-                   help="cars N per call")  # fmt: skip
-    p.add_argument("--repeats", type=int, default=50, help="timed calls per cell (median)")
+                   help="cars N per call, one row each [count]")  # fmt: skip
+    p.add_argument("--repeats", type=int, default=50,
+                   help="timed calls per cell, of Policy.act and of the env step, after 5 "
+                   "untimed ones; the median is printed [count]")  # fmt: skip
     p.add_argument("--policies", nargs="+", default=["ddm", "trans", "dytr", "oracle"],
-                   help="shipped policy names or checkpoint paths")  # fmt: skip
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+                   help="shipped policy names or checkpoint paths (the ddm ensemble rows are "
+                   "always added)")  # fmt: skip
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads [count]")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), medians of "

@@ -47,13 +47,18 @@ def main(argv: list[str] | None = None) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--presets", nargs="+", default=["bicycle", "ddm"],
-                        help="PPO presets (bicycle, ddm, trans, dytr, oracle)")  # fmt: skip
+                        help="PPO presets, one row each, e.g. bicycle, ddm, trans, "
+                        "dytr, oracle")  # fmt: skip
     parser.add_argument("--num-envs", type=int, default=2048, help="cars N [count]")
     parser.add_argument("--iterations", type=int, default=6,
                         help="PPO iterations of the training run [count]")  # fmt: skip
-    parser.add_argument("--repeats", type=int, default=20, help="timed env-only steps [count]")
-    parser.add_argument("--device", default="cpu", help="torch device")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--repeats", type=int, default=20,
+                        help="timed env-only steps after 5 untimed ones; the median is used "
+                        "[count]")  # fmt: skip
+    parser.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch intra-op threads; omitted: torch's default "
+                        "[count]")  # fmt: skip
     parser.add_argument("--update-dtypes", nargs="+", default=["float32"],
                         choices=["float32", "bfloat16"],
                         help="precisions of the PPO update to time, each its own row "

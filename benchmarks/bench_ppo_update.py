@@ -68,9 +68,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--env-steps-per-s", type=float, default=None,
                         help="env-only rate at the training N to compare with [frames/s] "
                         "(bench_ppo.py prints it); omitted: no ratio")  # fmt: skip
-    parser.add_argument("--repeats", type=int, default=30, help="timed steps [count]")
-    parser.add_argument("--warmup", type=int, default=5, help="untimed steps first [count]")
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--repeats", type=int, default=30,
+                        help="timed steps of each of the three measurements; the median is "
+                        "printed [count]")  # fmt: skip
+    parser.add_argument("--warmup", type=int, default=5,
+                        help="untimed steps before each measurement [count]")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads [count]")
     parser.add_argument("--update-dtype", default="float32", choices=["float32", "bfloat16"],
                         help="precision of the forward and backward passes "
                         "(PPOConfig.update_dtype: bfloat16 autocast, hidden layers)")  # fmt: skip

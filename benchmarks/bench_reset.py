@@ -61,17 +61,25 @@ def time_resets(core: DistilledCore, cars: int, repeats: int, gen: torch.Generat
 
 def main(argv: list[str] | None = None) -> None:
     """Print one row per backend and number of reset cars."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--backends", nargs="+", default=["trans", "dytr"],
-                        help="backends to time (default: trans dytr)")  # fmt: skip
-    parser.add_argument("--num-envs", type=int, default=4096, help="cars N [count] (default: 4096)")
+                        help="learned backends to time (ddm, trans, dytr)")  # fmt: skip
+    parser.add_argument("--num-envs", type=int, default=4096, help="cars N of the core [count]")
     parser.add_argument("--cars", nargs="+", type=int, default=[1, 64, 512, 4096],
-                        help="cars reset at once R [count] (default: 1 64 512 4096)")  # fmt: skip
+                        help="cars reset at once R, one row each (at most --num-envs) "
+                        "[count]")  # fmt: skip
     parser.add_argument("--compile", choices=["off", "on"], default="off",
-                        help="torch.compile the env's reset (default: off)")  # fmt: skip
-    parser.add_argument("--blocks", type=int, default=6, help="alternated blocks (default: 6)")
-    parser.add_argument("--repeats", type=int, default=5, help="resets per block (default: 5)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
+                        help="torch.compile the env's reset")  # fmt: skip
+    parser.add_argument("--blocks", type=int, default=6,
+                        help="alternated blocks of each path per row; the median over them is "
+                        "printed [count]")  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="timed resets per block after one untimed one; the block's time is "
+                        "their median [count]")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=1, help="torch threads [count]")
     args = parser.parse_args(argv)
     # the paths are swapped on one core, each block a recompile of the reset's graph fragments
     torch._dynamo.config.recompile_limit = 64

@@ -151,17 +151,21 @@ def bench_sb3(n: int, args) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> None:
     """Parse the options and print one row per library."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--num-envs", type=int, default=256, help="cars N [count] (default 256)")
-    parser.add_argument("--rollout", type=int, default=32, help="steps per car per iteration "
-                        "(default 32)")  # fmt: skip
-    parser.add_argument("--epochs", type=int, default=3, help="PPO epochs (default 3)")
-    parser.add_argument("--minibatch", type=int, default=2048, help="frames per gradient step "
-                        "(default 2048)")  # fmt: skip
-    parser.add_argument("--iterations", type=int, default=6, help="PPO iterations (default 6)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--num-envs", type=int, default=256, help="cars N [count]")
+    parser.add_argument("--rollout", type=int, default=32,
+                        help="rollout: env steps per car per PPO iteration [count]")  # fmt: skip
+    parser.add_argument("--epochs", type=int, default=3, help="PPO epochs per iteration [count]")
+    parser.add_argument("--minibatch", type=int, default=2048,
+                        help="frames per gradient step [frames]")  # fmt: skip
+    parser.add_argument("--iterations", type=int, default=6,
+                        help="PPO iterations of each route [count]")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=1, help="torch threads [count]")
     parser.add_argument("--libraries", nargs="+", default=["torchrl", "skrl", "sb3"],
-                        help="routes to time (default: torchrl skrl sb3)")  # fmt: skip
+                        help="routes to time, one row each (torchrl, skrl, sb3)")  # fmt: skip
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     n = args.num_envs

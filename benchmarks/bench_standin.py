@@ -136,9 +136,16 @@ def through_env(fast: bool, steps: int) -> float:
 
 def main() -> None:
     """Run every case and print medians."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=100, help="env steps per repeat")
-    parser.add_argument("--repeats", type=int, default=5, help="repeats per case (median)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--steps", type=int, default=100,
+                        help="timed env steps per repeat, after 5 untimed ones "
+                        "[steps of 50 ms]")  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="timed repeats per case, each with a fresh server, model or env; "
+                        "the median is printed [count]")  # fmt: skip
     args = parser.parse_args()
     print(f"N = 1, one env step = {CONTROL_DT} s simulated; medians of {args.repeats} repeats")
     header = f"{'case':38s} {'env steps/s':>12s} {'ms/step':>8s} {'x realtime':>10s}"

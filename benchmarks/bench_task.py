@@ -72,18 +72,24 @@ def parts(core: DistilledCore, action: torch.Tensor) -> dict[str, Callable[[], o
 
 def main(argv: list[str] | None = None) -> None:
     """Print the table of one backend."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", default="ddm", help="bicycle, ddm, trans or dytr")
-    parser.add_argument("--n", type=int, default=4096, help="cars N [count] (default: 4096)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--backend", default="ddm",
+                        help="dynamics backend: bicycle, ddm, trans or dytr")  # fmt: skip
+    parser.add_argument("--n", type=int, default=4096, help="cars N [count]")
     parser.add_argument(
         "--compile", choices=["off", "on"], default="off",
-        help="also time each part as a torch.compile graph (default: off)",
+        help="on: also time each part as its own torch.compile graph",
     )  # fmt: skip
-    parser.add_argument("--repeats", type=int, default=40, help="timed calls per row (40)")
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1)")
+    parser.add_argument("--repeats", type=int, default=40,
+                        help="timed env steps, and timed calls per part after 3 untimed ones; "
+                        "medians are printed [count]")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads [count]")
     parser.add_argument(
         "--tracks", nargs="+", default=["putnam", "procedural:0", "town:0"],
-        help="tracks of the scenario pool (default: putnam procedural:0 town:0)",
+        help="tracks of the scenario pool",
     )  # fmt: skip
     args = parser.parse_args(argv)
     with warnings.catch_warnings():

@@ -70,13 +70,28 @@ def train_row(backend: str, n: int, device: str, iterations: int) -> dict[str, f
 
 def main(argv: list[str] | None = None) -> None:
     """Run the plans within the time budget and print both tables."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget-s", type=float, default=540.0, help="whole run [s]")
-    parser.add_argument("--repeats", type=int, default=50, help="timed env steps per row")
-    parser.add_argument("--train-iterations", type=int, default=4, help="PPO iterations per row")
-    parser.add_argument("--tracks", nargs="+", default=["putnam", "procedural:0", "town:0"])
-    parser.add_argument("--device", default="cuda", help="cuda (default) or cpu with --smoke")
-    parser.add_argument("--smoke", action="store_true", help="tiny plan: checks the script")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--budget-s", type=float, default=540.0,
+                        help="time budget of the whole run: a row starts only with 20 s (eager), "
+                        "60 s (training) or 90 s (compiled) of it left, else it is skipped "
+                        "[s]")  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=50,
+                        help="timed env steps (and bare forwards) per env-only row after 5 "
+                        "untimed ones; the median is printed; --smoke: 3 [count]")  # fmt: skip
+    parser.add_argument("--train-iterations", type=int, default=4,
+                        help="PPO iterations per training row; --smoke: 1 [count]")  # fmt: skip
+    parser.add_argument("--tracks", nargs="+", default=["putnam", "procedural:0", "town:0"],
+                        help="tracks of the scenario pool of the env-only rows (training rows "
+                        "use their preset's)")  # fmt: skip
+    parser.add_argument("--device", default="cuda",
+                        help="torch device: cuda, or cpu with --smoke to check "
+                        "the script")  # fmt: skip
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny plan that checks the script (N = 256; training and compiled "
+                        "rows of bicycle only); its numbers mean nothing")  # fmt: skip
     args = parser.parse_args(argv)
     dev = torch.device(args.device)
     if dev.type == "cuda":

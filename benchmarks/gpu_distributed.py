@@ -39,9 +39,16 @@ def gpu_counts(visible: int) -> list[int]:
 def main(argv: list[str] | None = None) -> None:
     """Run the PPO and distillation rows on 1..K GPUs within the time budget."""
     p = parser()
+    p.description = __doc__.splitlines()[0]
+    p.epilog = ("The options are bench_distributed.py's, with GPU defaults. Here every process "
+                "(one per GPU) takes --num-envs cars and --batch windows per update (weak "
+                "scaling), each row is one run with one thread per process on CUDA, and --procs, "
+                "--threads, --device, --repeats and --skip are not used.")  # fmt: skip
     p.set_defaults(device="cuda", backend="ddm", num_envs=8192, frames=4_194_304,
                    batch=4096, updates=200, repeats=1)  # fmt: skip
-    p.add_argument("--budget-s", type=float, default=480.0, help="stop starting rows after [s]")
+    p.add_argument("--budget-s", type=float, default=480.0,
+                   help="time budget of the whole run: a row is skipped when less than 60 s of "
+                   "it are left [s]")  # fmt: skip
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         raise SystemExit("gpu_distributed.py needs CUDA GPUs; use bench_distributed.py on a CPU")

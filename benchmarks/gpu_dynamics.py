@@ -101,13 +101,28 @@ def soak(name: str, device: torch.device) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the plan within the budget and print/write the results."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cuda")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 65536, 262144, 1048576])
-    parser.add_argument("--backends", nargs="+", default=list(BACKENDS))
-    parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--budget-s", type=float, default=300.0)
-    parser.add_argument("--json", default=None)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--device", default="cuda",
+                        help="torch device compared with the CPU: cuda, or cpu for a "
+                        "dry run")  # fmt: skip
+    parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 65536, 262144, 1048576],
+                        help="numbers of cars N of the throughput rows (the recomputed-window "
+                        "rows at the first one only) [count]")  # fmt: skip
+    parser.add_argument("--backends", nargs="+", default=list(BACKENDS),
+                        help="dynamics backends (bicycle, ddm, trans, dytr); shipped checkpoints "
+                        "when present")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=30,
+                        help="timed steps per throughput row after 3 untimed ones; the median is "
+                        "printed [count]")  # fmt: skip
+    parser.add_argument("--budget-s", type=float, default=300.0,
+                        help="time budget of the run: throughput rows stop with less than 20 s "
+                        "of it left, soaks with less than 10 s [s]")  # fmt: skip
+    parser.add_argument("--json", default=None,
+                        help="write the results to this JSON file; omitted: to "
+                        "$OUT/gpu_dynamics.json when $OUT is set, else nowhere")  # fmt: skip
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda":

@@ -57,18 +57,32 @@ def repeat_check(backend: str, num_envs: int, steps: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the GPU soak; returns the exit status."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--total-steps", type=float, default=1e8, help="env car-steps, all backends"
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--num-envs", type=int, default=65536, help="cars per env")
-    parser.add_argument("--vehicle-cars", type=int, default=65536, help="cars of the vehicle soak")
-    parser.add_argument("--vehicle-steps", type=int, default=100, help="vehicle control steps")
-    parser.add_argument("--backends", nargs="+", default=list(BACKENDS))
+    parser.add_argument(
+        "--total-steps", type=float, default=1e8,
+        help="env car-steps of all backends together, split evenly over them (each runs whole "
+        "steps of --num-envs cars, rounded up) [car-steps]",
+    )  # fmt: skip
+    parser.add_argument("--num-envs", type=int, default=65536, help="cars per env [count]")
+    parser.add_argument("--vehicle-cars", type=int, default=65536,
+                        help="cars of the vehicle soak [count]")  # fmt: skip
+    parser.add_argument("--vehicle-steps", type=int, default=100,
+                        help="control steps of the vehicle soak [steps of 50 ms]")  # fmt: skip
+    parser.add_argument("--backends", nargs="+", default=list(BACKENDS),
+                        help="backends of S3Distilled-v0 to soak, in this order")  # fmt: skip
     parser.add_argument("--compile", action="store_true", help="torch.compile the env step")
-    parser.add_argument("--growth-mib", type=float, default=256.0, help="allowed memory growth")
-    parser.add_argument("--repeat-check", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--json", type=Path, default=None, help="write the reports here")
+    parser.add_argument("--growth-mib", type=float, default=256.0,
+                        help="allowed host or device memory growth after warm-up; more fails "
+                        "the run [MiB]")  # fmt: skip
+    parser.add_argument("--repeat-check", action=argparse.BooleanOptionalAction, default=True,
+                        help="run two short seeded rollouts per backend (4096 cars x 50 steps) "
+                        "and report whether they are bitwise identical")  # fmt: skip
+    parser.add_argument("--json", type=Path, default=None,
+                        help="write the reports to this JSON file; omitted: "
+                        "print only")  # fmt: skip
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         raise SystemExit("gpu_soak.py needs a CUDA device; the CPU soak is tests/reliability")

@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--horizons", type=int, nargs="+", default=[20, 60],
                         help="open-loop horizons [steps of 50 ms]")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="seed of the session order")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch intra-op threads; omitted: torch's default "
+                        "[count]")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("runs/size_study"), help="output folder")
     args = parser.parse_args(argv)
     if args.threads:

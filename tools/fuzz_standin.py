@@ -29,14 +29,28 @@ _MB = 2**20
 
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run the campaign, print the report; returns the exit status."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scale", choices=("full", "default"), default="full")
-    parser.add_argument("--seed", type=int, default=20260511, help="hypothesis seed")
-    parser.add_argument("--derandomize", action="store_true", help="ignore --seed")
-    parser.add_argument("--multiplier", type=float, default=1.0, help="scale max_examples")
-    parser.add_argument("--replays", type=int, default=3, help="replays for the memory check")
-    names = ",".join(c.key for c in CATEGORIES)
-    parser.add_argument("--only", default="", help=f"comma-separated categories of {names}")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--scale", choices=("full", "default"), default="full",
+                        help="full: more than 10,000 inputs; default: about 1,500, as in the "
+                        "default test run")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=20260511,
+                        help="hypothesis seed (not used with --derandomize)")  # fmt: skip
+    parser.add_argument("--derandomize", action="store_true",
+                        help="hypothesis's derandomized, reproducible mode instead of "
+                        "--seed")  # fmt: skip
+    parser.add_argument("--multiplier", type=float, default=1.0,
+                        help="factor on every category's number of inputs (max_examples) "
+                        "[factor]")  # fmt: skip
+    parser.add_argument("--replays", type=int, default=3,
+                        help="times the kept first inputs of every category are sent again "
+                        "after the campaign, for the memory check [count]")  # fmt: skip
+    names = ", ".join(c.key for c in CATEGORIES)
+    parser.add_argument("--only", default="",
+                        help=f"comma-separated categories to run, of {names}; empty: all "
+                        "(default: %(default)r)")  # fmt: skip
     args = parser.parse_args(argv)
     keys = tuple(k for k in args.only.split(",") if k) or None
 

@@ -54,11 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("results", type=Path, help="results.json of s3 evaluate (with expert rows)")
     cte_ratio, cte_max, time_ratio = STRICT_BAR
     p.add_argument("--cte-ratio", type=float, default=cte_ratio,
-                   help="mean |cte| / expert's, at most")  # fmt: skip
+                   help="mean |cte| / expert's on the same lap, at most [ratio]")  # fmt: skip
     p.add_argument("--cte-max", type=float, default=cte_max, help="largest |cte| at most [m]")
     p.add_argument("--time-ratio", type=float, default=time_ratio,
-                   help="lap time / expert's, at most")  # fmt: skip
-    p.add_argument("--out", type=Path, default=None, help="Markdown file of the grid")
+                   help="lap time / expert's on the same lap, at most [ratio]")  # fmt: skip
+    p.add_argument("--out", type=Path, default=None,
+                   help="also write the grid to this Markdown file; omitted: print "
+                   "only")  # fmt: skip
     args = p.parse_args(argv)
     runs = json.loads(args.results.read_text())["runs"]
     grid: dict[str, dict[tuple[str, str], tuple[bool, str]]] = defaultdict(dict)

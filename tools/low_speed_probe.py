@@ -143,13 +143,14 @@ def main(argv: list[str] | None = None) -> int:
     d = Manoeuvre()
     p.add_argument("--track", default="procedural:201", help="track whose start line is used")
     p.add_argument("--surface", default="ice", help="uniform lap surface")
-    p.add_argument("--throttle", type=float, default=d.throttle, help="run-up throttle [1]")
-    p.add_argument("--accel-s", type=float, default=d.accel_s, help="run-up duration [s]")
+    p.add_argument("--throttle", type=float, default=d.throttle,
+                   help="run-up throttle, straight ahead, in [-1, 1] [1]")  # fmt: skip
+    p.add_argument("--accel-s", type=float, default=d.accel_s, help="run-up duration, >= 0 [s]")
     p.add_argument("--steer", type=float, default=d.steer,
-                   help="steering of the held phase, + right [1]")  # fmt: skip
+                   help="steering of the held phase, + right, in [-1, 1] [1]")  # fmt: skip
     p.add_argument("--accel", type=float, default=d.accel,
-                   help="accel of the held phase, < 0 brake [1]")  # fmt: skip
-    p.add_argument("--hold-s", type=float, default=d.hold_s, help="held phase duration [s]")
+                   help="accel of the held phase, < 0 brake, in [-1, 1] [1]")  # fmt: skip
+    p.add_argument("--hold-s", type=float, default=d.hold_s, help="held phase duration, > 0 [s]")
     p.add_argument("--backends", default="ddm,trans,dytr",
                    help="comma-separated distilled backends, each a name (its shipped "
                    "checkpoint) or NAME=CHECKPOINT, e.g. ddm=runs/dynamics/ddm")  # fmt: skip

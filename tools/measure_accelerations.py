@@ -73,8 +73,13 @@ def measure(
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and write the table (JSON)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help="JSON file to write (the default is the table the speed profile "
+                        "reads)")  # fmt: skip
     parser.add_argument("--window", type=float, default=2.0,
                         help="time each pedal level is held [s]")  # fmt: skip
     args = parser.parse_args(argv)

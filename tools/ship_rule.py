@@ -248,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--against", required=True, help="shipped policy name or checkpoint path")
     run_p.add_argument("--out", type=Path, required=True, help="output folder")
     run_p.add_argument("--jobs", type=int, default=2, choices=range(1, 5), metavar="{1..4}",
-                       help="parts run at once, one torch thread each (default: 2)")  # fmt: skip
+                       help="parts run at once, one torch thread each [count] "
+                       "(default: 2)")  # fmt: skip
     jd = sub.add_parser("judge", help="judge the runs of an earlier `run`")
     jd.add_argument("out", type=Path, help="the folder `run` wrote")
     jd.add_argument("--candidate", required=True, help="the candidate's driver name in the rows")
