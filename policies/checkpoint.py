@@ -23,7 +23,7 @@ from gym_s3 import checkpoints
 from gym_s3.errors import ActionError, CheckpointError, ConfigError
 from gym_s3.plausibility import POLICY_BOUNDS, check_value
 from gym_s3.spec import observation_size
-from policies.networks import ActorEnsemble, ActorNet, RunningNorm
+from policies.networks import ActorEnsemble, ActorNet, RunningNorm, check_axis_weights
 
 KIND = "policy"
 
@@ -45,7 +45,8 @@ def save_policy(
     """Write a policy checkpoint (``<stem>.safetensors`` + ``<stem>.json``).
 
     An :class:`~policies.networks.ActorEnsemble` is written as one checkpoint whose sidecar
-    records ``members`` (K) and whose tensors are the members' (``members.<k>.<name>``).
+    records ``members`` (K) and, when set, its ``(K, 2)`` ``axis_weights``, and whose tensors are
+    the members' (``members.<k>.<name>``).
 
     Raises:
         ConfigError: the members of an ensemble have different hidden widths.
@@ -65,6 +66,8 @@ def save_policy(
     }
     if isinstance(actor, ActorEnsemble):
         meta["members"] = len(members)
+        if actor.axis_weights is not None:
+            meta["axis_weights"] = actor.axis_weights.tolist()
     meta.update(extra or {})
     tensors = {k: v for k, v in actor.state_dict().items()}
     return checkpoints.save(path, tensors, meta, kind=KIND)
@@ -230,6 +233,27 @@ def _check_shape_fields(meta: dict, path: Path) -> None:
             raise CheckpointError(f"{where}: {field} = {value!r} is not a whole number; {fix}")
 
 
+def _checked_axis_weights(meta: dict, path: Path) -> list[list[float]] | None:
+    """The sidecar's per-axis ensemble weights (``None``: a plain mean), refused if implausible."""
+    if "axis_weights" not in meta:
+        return None
+    weights = meta["axis_weights"]
+    problem = "" if "members" in meta else "a single policy has no members to weight"
+    if not problem:
+        try:
+            tensor = torch.tensor(weights, dtype=torch.float32, device="cpu")
+        except (TypeError, ValueError):
+            problem = "not a list of [steer, accel] rows of numbers"
+        else:
+            problem = check_axis_weights(tensor, meta["members"])
+    if problem:
+        raise CheckpointError(
+            f"policy {path}: axis_weights = {weights!r}: {problem}; the sidecar was edited or "
+            "damaged; restore it or combine the member checkpoints again"
+        )
+    return weights
+
+
 def load_policy(path: str | os.PathLike[str], *, device: torch.device | str = "cpu") -> Policy:
     """Load a policy checkpoint written by :func:`save_policy` (strict, no pickle).
 
@@ -252,10 +276,12 @@ def load_policy(path: str | os.PathLike[str], *, device: torch.device | str = "c
     def one() -> ActorNet:
         return ActorNet(RunningNorm(meta["obs_size"]), meta["obs_size"], meta["hidden"])
 
+    axis_weights = _checked_axis_weights(meta, ckpt.path)
+
     def build() -> ActorNet | ActorEnsemble:
         if "members" not in meta:
             return one()
-        return ActorEnsemble([one() for _ in range(meta["members"])])
+        return ActorEnsemble([one() for _ in range(meta["members"])], axis_weights)
 
     actor = checkpoints.build_checked(build, ckpt.tensors, f"policy {ckpt.path}")
     actor.to(device).eval()

@@ -200,11 +200,19 @@ class ActorEnsemble(nn.Module):
     "Ensembles of seeds"). The members run one after the other over the whole batch (K small
     batched MLPs, no per-car loop; ``benchmarks/bench_policy.py`` times it).
 
+    With ``axis_weights`` each action axis (``[steer, accel]``) is its own weighted mean of the
+    members' pre-squash means, e.g. the steering of some members and the pedals of all
+    (``s3 ensemble --steer-members``).
+
     Args:
         members: the K >= 2 actors; they read the same ``obs_size`` features.
+        axis_weights: optional ``(K, 2)`` weight of each member on each action axis [-]: finite,
+            >= 0, each column summing to 1. ``None``: the plain mean (every weight ``1 / K``).
     """
 
-    def __init__(self, members: Sequence[ActorNet]) -> None:
+    def __init__(
+        self, members: Sequence[ActorNet], axis_weights: Sequence[Sequence[float]] | None = None
+    ) -> None:
         super().__init__()
         sizes = {m.obs_size for m in members}
         if len(members) < 2 or len(sizes) != 1:
@@ -214,14 +222,39 @@ class ActorEnsemble(nn.Module):
             )
         self.members = nn.ModuleList(members)
         self.obs_size = sizes.pop()
+        self.axis_weights: Tensor | None = None
+        if axis_weights is not None:
+            w = torch.as_tensor(axis_weights, dtype=torch.float32, device="cpu")
+            problem = check_axis_weights(w, len(members))
+            if problem:
+                raise ValueError(f"axis_weights {w.tolist()}: {problem}")
+            # a plain attribute, not a buffer: the weights live in the sidecar, so every saved
+            # ensemble keeps the same tensor names
+            self.axis_weights = w
 
     def forward(self, obs: Tensor) -> tuple[Tensor, Tensor]:
-        """Mean pre-squash mean and mean scale of the members."""
+        """Mean (or per-axis weighted mean) pre-squash mean and mean scale of the members."""
         outs = [member(obs) for member in self.members]
-        loc = torch.stack([o[0] for o in outs]).mean(dim=0)
+        locs = torch.stack([o[0] for o in outs])
+        if self.axis_weights is None:
+            loc = locs.mean(dim=0)
+        else:
+            w = self.axis_weights.to(locs.device, locs.dtype)
+            loc = (locs * w.view(w.shape[0], *([1] * (locs.ndim - 2)), w.shape[1])).sum(dim=0)
         scale = torch.stack([o[1] for o in outs]).mean(dim=0)
         return loc, scale
 
     def act(self, obs: Tensor) -> Tensor:
-        """Deterministic action ``tanh(mean_k loc_k)`` in ``[-1, 1]`` (evaluation)."""
+        """Deterministic action ``tanh(loc)`` in ``[-1, 1]`` (evaluation)."""
         return torch.tanh(self.forward(obs)[0])
+
+
+def check_axis_weights(weights: Tensor, members: int) -> str:
+    """What is wrong with ``(K, 2)`` per-axis ensemble weights of K actors (``''``: nothing)."""
+    if tuple(weights.shape) != (members, 2):
+        return f"needs shape ({members}, 2), one row per member, one column per action axis"
+    if not bool(torch.isfinite(weights).all()) or bool((weights < 0).any()):
+        return "weights must be finite and >= 0"
+    if not torch.allclose(weights.sum(dim=0), torch.ones(2, device=weights.device), atol=1e-5):
+        return "each action axis' weights must sum to 1"
+    return ""

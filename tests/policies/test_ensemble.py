@@ -197,3 +197,48 @@ def test_members_selects_actors_across_the_given_policies(tmp_path, capsys):
         assert main(["ensemble", str(trio.path), str(d.path), "--members", "0", *bad, "--out",
                      str(tmp_path / "x")]) == 2  # fmt: skip
         assert "0 to 3" in capsys.readouterr().err
+
+
+def test_axis_members_take_each_action_axis_from_chosen_members(tmp_path, capsys):
+    """``--steer-members`` steers with some members' mean; the pedals stay the mean of all."""
+    pols = [_saved(tmp_path, n, s) for n, s in (("a", 0), ("b", 1), ("c", 2))]
+    out = tmp_path / "split"
+    assert main(["ensemble", *(str(p.path) for p in pols), "--steer-members", "1", "2",
+                 "--out", str(out)]) == 0  # fmt: skip
+    assert "steering from members 1 2" in capsys.readouterr().out
+    split = load_policy(out.with_suffix(".json"))
+    obs = torch.randn(64, F) * 2.0
+    with torch.no_grad():
+        locs = torch.stack([p.actor(obs)[0] for p in pols])
+        got = split.actor(obs)[0]
+    assert torch.allclose(got[:, 0], locs[1:, :, 0].mean(dim=0), atol=1e-6)
+    assert torch.allclose(got[:, 1], locs[:, :, 1].mean(dim=0), atol=1e-6)
+    assert (got[:, 0] - locs[:, :, 0].mean(dim=0)).abs().max() > 1e-3  # not the plain mean
+    # the pedals alone, too; and an ensemble without axis options keeps no weights (plain mean)
+    actor, _, _ = combine(pols, accel_members=[0])
+    with torch.no_grad():
+        assert torch.allclose(actor(obs)[0][:, 1], locs[0, :, 1], atol=1e-6)
+    assert combine(pols)[0].axis_weights is None
+    # a weighted ensemble is not combined again: its weights would be lost
+    with pytest.raises(ConfigError, match="combine the policies it was made of"):
+        combine([split, pols[0]])
+    for bad in (["3"], ["0", "0"], ["-1"]):
+        assert main(["ensemble", *(str(p.path) for p in pols), "--steer-members", *bad,
+                     "--out", str(tmp_path / "x")]) == 2  # fmt: skip
+        assert "0 to 2, after --members" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [[[1.0, 0.5], [0.5, 0.5]], [[0.5, 0.5]], [[-0.5, 0.5], [1.5, 0.5]], [[0.5, 0.5], ["x", 0.5]]],
+)
+def test_damaged_axis_weights_in_the_sidecar_are_refused(tmp_path, weights):
+    """Weights that do not sum to 1 per axis, of the wrong shape, negative or not numbers."""
+    path = write_ensemble([_saved(tmp_path, "a", 0), _saved(tmp_path, "b", 1)], tmp_path / "e",
+                          steer_members=[0])  # fmt: skip
+    doc = json.loads(path.read_text())
+    assert doc["meta"]["axis_weights"] == [[1.0, 0.5], [0.0, 0.5]]
+    doc["meta"]["axis_weights"] = weights
+    path.write_text(json.dumps(doc))
+    with pytest.raises(CheckpointError, match="axis_weights = "):
+        load_policy(path)
