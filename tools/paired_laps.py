@@ -58,7 +58,8 @@ class Paired:
         return sign_test(len(self.only_a), len(self.only_b))
 
 
-def _key(condition: dict[str, Any]) -> str:
+def lap_key(condition: dict[str, Any]) -> str:
+    """The identity of a lap: its condition (track, surface, patches, transition) as JSON."""
     return json.dumps(condition, sort_keys=True)
 
 
@@ -72,7 +73,7 @@ def pair(runs: list[dict[str, Any]], a: str, b: str) -> Paired:
     laps: dict[str, dict[str, dict[str, Any]]] = {a: {}, b: {}}
     for run in runs:
         if run["driver"] in laps:
-            key = _key(run["condition"])
+            key = lap_key(run["condition"])
             if key in laps[run["driver"]]:
                 raise ValueError(f"{run['driver']!r} drove {key} twice; pass each lap table once")
             laps[run["driver"]][key] = run
