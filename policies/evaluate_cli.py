@@ -256,11 +256,14 @@ def _laps(args: argparse.Namespace, named: list, tracks: list[str],
     groups = [(surfaces, patches)] if product else [([s], [p]) for s, p in conditions]
     sim = _sim_options(args)
     results = []
+    # the expert once per environment: in S3Distilled-v0 every backend is one (its laps differ)
+    envs = [args.backend or p.backend if args.env == "distilled" else "beamng" for _, p in named]
+    with_expert = [not args.no_expert and env not in envs[:k] for k, env in enumerate(envs)]
     for track in tracks:
         for surf, pats in groups:
             for k, (name, policy) in enumerate(named):
                 kw = dict(surfaces=surf, ice_patches=pats, track=track,
-                          render_every=args.gif_every, expert=k == 0 and not args.no_expert,
+                          render_every=args.gif_every, expert=with_expert[k],
                           **common)  # fmt: skip
                 if args.env == "beamng":
                     rows = evaluate_beamng(policy, standin=not args.beamng, fast=fast, **kw, **sim)
@@ -276,7 +279,7 @@ def _laps(args: argparse.Namespace, named: list, tracks: list[str],
 
 
 def _distilled_laps(args: argparse.Namespace, named: list, laps: list, **common: Any) -> list:
-    """Every lap in ``S3Distilled-v0``, one batch per backend (the expert in the first batch)."""
+    """Every lap in ``S3Distilled-v0``, one batch per backend, the expert in each (its own laps)."""
     from policies.evaluate_distilled import lap_backend
     from policies.evaluate_model import evaluate_model
 
@@ -284,8 +287,8 @@ def _distilled_laps(args: argparse.Namespace, named: list, laps: list, **common:
     for name, policy in named:
         by_backend.setdefault(args.backend or policy.backend, []).append((name, policy))
     results = []
-    for k, (backend, group) in enumerate(by_backend.items()):
-        results += evaluate_model(group, laps, expert=k == 0 and not args.no_expert,
+    for backend, group in by_backend.items():
+        results += evaluate_model(group, laps, expert=not args.no_expert,
                                   dynamics=lap_backend(backend, args.dynamics_checkpoint),
                                   **common)  # fmt: skip
     return results

@@ -170,3 +170,32 @@ def test_distilled_lap_tables_say_when_a_policy_trained_in_other_dynamics():
     assert note.startswith("note: ddm trained in 3 dynamics model(s) (ddm:ice/s0, ddm:ice/s1,")
     assert "drive the shipped ddm model" in note
     assert training_dynamics_notes(named[:1], "trans") == []  # driven in another backend
+
+
+def test_every_backend_of_a_distilled_table_gets_its_own_expert_row(policy, tmp_path):
+    """Policies of two backends: the expert drives each backend's laps, so every row has ratios.
+
+    The expert's laps differ per dynamics model; a table that drove it in the first backend
+    only left the other policies without a ratio ("expert did not finish").
+    """
+    other = save_policy_as(policy, tmp_path / "pol_ddm", backend="ddm")
+    for extra in ([], ["--gif-every", "0"]):  # the batched path, and the one lap at a time
+        out = tmp_path / f"eval{len(extra)}"
+        rc = main(["evaluate", str(policy.path), str(other), "--env", "distilled",
+                   "--surfaces", "ice", "--ice-patches", "0", "--max-steps", "20", "--plots",
+                   "none", "--out", str(out), *extra])  # fmt: skip
+        assert rc == 0
+        runs = json.loads((out / "results.json").read_text())["runs"]
+        envs = {r["driver"]: r["env"] for r in runs if r["driver"] != "expert"}
+        experts = [r["env"] for r in runs if r["driver"] == "expert"]
+        assert sorted(experts) == sorted(envs.values()) and len(set(experts)) == 2
+        for r in runs:  # the ratios exist (a ratio to an expert value of exactly 0 is None)
+            assert r["driver"] == "expert" or set(r["vs_expert"]) == {"cte_mean", "cte_max",
+                                                                      "lap_time"}  # fmt: skip
+
+
+def save_policy_as(policy: Policy, stem, *, backend: str):
+    """The same actor saved as a policy of another backend; returns its sidecar path."""
+    from policies.checkpoint import save_policy
+
+    return save_policy(stem, policy.actor, backend=backend, obs_mode=policy.obs_mode, training={})
