@@ -13,7 +13,6 @@ or passes a lap the second does not, *pessimistic* the other way.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from lap_acceptance import STRICT_BAR, cell, condition_label  # noqa: E402
-from paired_laps import lap_key  # noqa: E402
+from paired_laps import emit, lap_key, read_runs  # noqa: E402
 
 from policies.expert_driver import EXPERT  # noqa: E402
 
@@ -132,12 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                    "stand-in)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="also write the report here (Markdown)")
     args = p.parse_args(argv)
-    tables = [[r for path in paths for r in json.loads(path.read_text())["runs"]]
-              for paths in (args.first, args.second)]  # fmt: skip
-    text = report(agree(*tables))
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    emit(report(agree(read_runs(args.first), read_runs(args.second))), args.out)
     return 0
 
 

@@ -58,6 +58,18 @@ class Paired:
         return sign_test(len(self.only_a), len(self.only_b))
 
 
+def read_runs(paths: list[Path]) -> list[dict[str, Any]]:
+    """The ``runs`` of several ``s3 evaluate`` ``results.json`` files, one list."""
+    return [r for path in paths for r in json.loads(path.read_text())["runs"]]
+
+
+def emit(text: str, out: Path | None) -> None:
+    """Print a report and, with ``out``, also write it there (Markdown)."""
+    print(text)
+    if out is not None:
+        out.write_text(text + "\n")
+
+
 def lap_key(condition: dict[str, Any]) -> str:
     """The identity of a lap: its condition (track, surface, patches, transition) as JSON."""
     return json.dumps(condition, sort_keys=True)
@@ -131,11 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--b", required=True, help="second driver's name in the rows (the incumbent)")
     p.add_argument("--out", type=Path, default=None, help="also write the report here (Markdown)")
     args = p.parse_args(argv)
-    runs = [r for path in args.results for r in json.loads(path.read_text())["runs"]]
-    text = report(pair(runs, args.a, args.b), args.a, args.b)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    emit(report(pair(read_runs(args.results), args.a, args.b), args.a, args.b), args.out)
     return 0
 
 
