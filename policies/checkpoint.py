@@ -66,9 +66,9 @@ def save_policy(
     }
     if isinstance(actor, ActorEnsemble):
         meta["members"] = len(members)
-        if actor.axis_weights is not None:
-            meta["axis_weights"] = actor.axis_weights.tolist()
     meta.update(extra or {})
+    if isinstance(actor, ActorEnsemble) and actor.axis_weights is not None:
+        meta["axis_weights"] = actor.axis_weights.cpu().tolist()  # the actor's own, always
     tensors = {k: v for k, v in actor.state_dict().items()}
     return checkpoints.save(path, tensors, meta, kind=KIND)
 

@@ -222,15 +222,16 @@ class ActorEnsemble(nn.Module):
             )
         self.members = nn.ModuleList(members)
         self.obs_size = sizes.pop()
-        self.axis_weights: Tensor | None = None
+        w = None
         if axis_weights is not None:
             w = torch.as_tensor(axis_weights, dtype=torch.float32, device="cpu")
             problem = check_axis_weights(w, len(members))
             if problem:
                 raise ValueError(f"axis_weights {w.tolist()}: {problem}")
-            # a plain attribute, not a buffer: the weights live in the sidecar, so every saved
-            # ensemble keeps the same tensor names
-            self.axis_weights = w
+        # a buffer that moves with .to(device) but is not saved: the weights live in the sidecar,
+        # so every saved ensemble keeps the same tensor names
+        self.axis_weights: Tensor | None
+        self.register_buffer("axis_weights", w, persistent=False)
 
     def forward(self, obs: Tensor) -> tuple[Tensor, Tensor]:
         """Mean (or per-axis weighted mean) pre-squash mean and mean scale of the members."""
@@ -239,7 +240,7 @@ class ActorEnsemble(nn.Module):
         if self.axis_weights is None:
             loc = locs.mean(dim=0)
         else:
-            w = self.axis_weights.to(locs.device, locs.dtype)
+            w = self.axis_weights.to(locs.dtype)
             loc = (locs * w.view(w.shape[0], *([1] * (locs.ndim - 2)), w.shape[1])).sum(dim=0)
         scale = torch.stack([o[1] for o in outs]).mean(dim=0)
         return loc, scale

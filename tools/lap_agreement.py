@@ -20,8 +20,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lap_acceptance import STRICT_BAR, cell, condition_label  # noqa: E402
-from paired_laps import emit, lap_key, read_runs  # noqa: E402
+from lap_acceptance import condition_label  # noqa: E402
+from paired_laps import emit, lap_key, read_runs, strict_cell  # noqa: E402
 
 from policies.expert_driver import EXPERT  # noqa: E402
 
@@ -36,8 +36,9 @@ class Agreement:
         strict: ``(first, second)`` laps passing the strict bar in each.
         same_end: laps completed in both or in neither.
         same_strict: laps passing in both or in neither.
-        optimistic: laps the first completes (``end``) or passes (``strict``) and the second not,
-            as text; ``pessimistic`` the other way.
+        optimistic: ``(kind, text)`` of each disagreement where the first completes (kind
+            ``end``) or passes (``strict``) a lap the second does not; a lap can give one of
+            each. ``pessimistic`` the other way.
     """
 
     laps: int
@@ -45,8 +46,13 @@ class Agreement:
     strict: tuple[int, int]
     same_end: int
     same_strict: int
-    optimistic: tuple[str, ...]
-    pessimistic: tuple[str, ...]
+    optimistic: tuple[tuple[str, str], ...]
+    pessimistic: tuple[tuple[str, str], ...]
+
+    def counts(self, which: str) -> str:
+        """``"end, strict"`` counts of the ``optimistic`` or ``pessimistic`` disagreements."""
+        rows = getattr(self, which)
+        return ", ".join(str(sum(kind == k for kind, _ in rows)) for k in ("end", "strict"))
 
 
 def _by_lap(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -67,6 +73,7 @@ def agree(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> dict[str
 
     Raises:
         KeyError: no policy drove the same lap in both tables.
+        ValueError: a completed lap without the expert's ratios (:func:`paired_laps.strict_cell`).
     """
     a, b = _by_lap(first), _by_lap(second)
     common = [d for d in a if d in b and a[d].keys() & b[d].keys()]
@@ -78,12 +85,12 @@ def agree(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> dict[str
     for driver in common:
         keys = sorted(a[driver].keys() & b[driver].keys())
         completed, strict, same_end, same_strict = [0, 0], [0, 0], 0, 0
-        optimistic: list[str] = []
-        pessimistic: list[str] = []
+        optimistic: list[tuple[str, str]] = []
+        pessimistic: list[tuple[str, str]] = []
         for key in keys:
             runs = (a[driver][key], b[driver][key])
             ends = [r["terminated_by"] == "completed" for r in runs]
-            passes = [cell(r, *STRICT_BAR) for r in runs]
+            passes = [strict_cell(r) for r in runs]
             for i in range(2):
                 completed[i] += ends[i]
                 strict[i] += passes[i][0]
@@ -94,7 +101,7 @@ def agree(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> dict[str
             for kind, (x, y) in (("end", ends), ("strict", (passes[0][0], passes[1][0]))):
                 if x != y:
                     text = f"{name} ({kind}): first {passes[0][1]}; second {passes[1][1]}"
-                    (optimistic if x else pessimistic).append(text)
+                    (optimistic if x else pessimistic).append((kind, text))
         out[driver] = Agreement(len(keys), tuple(completed), tuple(strict), same_end,
                                 same_strict, tuple(optimistic), tuple(pessimistic))  # fmt: skip
     return out
@@ -104,18 +111,18 @@ def report(results: dict[str, Agreement]) -> str:
     """Markdown: one row per policy, then the disagreements."""
     lines = [
         "| policy | laps | completed (first / second) | strict (first / second) | same end | "
-        "same strict verdict | optimistic | pessimistic |",
+        "same strict verdict | optimistic (end, strict) | pessimistic (end, strict) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for d, r in results.items():
         lines.append(f"| {d} | {r.laps} | {r.completed[0]} / {r.completed[1]} | {r.strict[0]} / "
-                     f"{r.strict[1]} | {r.same_end} | {r.same_strict} | {len(r.optimistic)} | "
-                     f"{len(r.pessimistic)} |")  # fmt: skip
+                     f"{r.strict[1]} | {r.same_end} | {r.same_strict} | {r.counts('optimistic')} | "
+                     f"{r.counts('pessimistic')} |")  # fmt: skip
     lines.append("")
     for d, r in results.items():
         for kind, rows in (("optimistic", r.optimistic), ("pessimistic", r.pessimistic)):
             if rows:
-                lines += [f"{d}, {kind} ({len(rows)}):"] + [f"- {x}" for x in rows] + [""]
+                lines += [f"{d}, {kind} ({len(rows)}):"] + [f"- {x}" for _, x in rows] + [""]
     return "\n".join(lines)
 
 
@@ -131,7 +138,11 @@ def main(argv: list[str] | None = None) -> int:
                    "stand-in)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="also write the report here (Markdown)")
     args = p.parse_args(argv)
-    emit(report(agree(read_runs(args.first), read_runs(args.second))), args.out)
+    try:
+        results = agree(read_runs(args.first), read_runs(args.second))
+    except (KeyError, ValueError) as err:
+        p.error(str(err).strip('"'))
+    emit(report(results), args.out)
     return 0
 
 

@@ -70,6 +70,26 @@ def emit(text: str, out: Path | None) -> None:
         out.write_text(text + "\n")
 
 
+def strict_cell(run: dict[str, Any]) -> tuple[bool, str]:
+    """:func:`lap_acceptance.cell` of a policy lap, refusing a completed lap without expert ratios.
+
+    Without the expert's row of the same lap and env the bar cannot be judged; counting such a
+    lap as failed would read as a real miss (and two such tables as a tie).
+
+    Raises:
+        ValueError: the lap completed but has no ``vs_expert`` ratios.
+    """
+    if run["terminated_by"] == "completed" and not run.get("vs_expert"):
+        c = run["condition"]
+        raise ValueError(
+            f"{run['driver']!r} on {c['track']} {condition_label(c)} in {run.get('env', '?')} has "
+            "no ratio to the expert: drive the expert on the same laps in the same env (s3 "
+            "evaluate without --no-expert; with --env distilled, a table from before the expert "
+            "drove every backend's laps lacks it)"
+        )
+    return cell(run, *STRICT_BAR)
+
+
 def lap_key(condition: dict[str, Any]) -> str:
     """The identity of a lap: its condition (track, surface, patches, transition) as JSON."""
     return json.dumps(condition, sort_keys=True)
@@ -80,7 +100,7 @@ def pair(runs: list[dict[str, Any]], a: str, b: str) -> Paired:
 
     Raises:
         KeyError: a driver is absent, or drove a lap the other did not.
-        ValueError: a driver drove one condition twice.
+        ValueError: a driver drove one condition twice, or a completed lap has no expert ratios.
     """
     laps: dict[str, dict[str, dict[str, Any]]] = {a: {}, b: {}}
     for run in runs:
@@ -102,7 +122,7 @@ def pair(runs: list[dict[str, Any]], a: str, b: str) -> Paired:
         passed = {}
         for driver in (a, b):
             run = laps[driver][key]
-            ok, text = cell(run, *STRICT_BAR)
+            ok, text = strict_cell(run)
             passed[driver] = (ok, text)
             counts[driver][0] += run["terminated_by"] == "completed"
             counts[driver][1] += ok
@@ -143,7 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--b", required=True, help="second driver's name in the rows (the incumbent)")
     p.add_argument("--out", type=Path, default=None, help="also write the report here (Markdown)")
     args = p.parse_args(argv)
-    emit(report(pair(read_runs(args.results), args.a, args.b), args.a, args.b), args.out)
+    try:
+        paired = pair(read_runs(args.results), args.a, args.b)
+    except (KeyError, ValueError) as err:
+        p.error(str(err).strip('"'))
+    emit(report(paired, args.a, args.b), args.out)
     return 0
 
 

@@ -219,6 +219,13 @@ def test_axis_members_take_each_action_axis_from_chosen_members(tmp_path, capsys
     with torch.no_grad():
         assert torch.allclose(actor(obs)[0][:, 1], locs[0, :, 1], atol=1e-6)
     assert combine(pols)[0].axis_weights is None
+    # the weights move with the actor (no copy per call on an accelerator) and are not saved
+    # as a tensor: the sidecar holds them, so the tensor names of every ensemble stay the same
+    assert not any("axis" in k for k in split.actor.state_dict())
+    weights = json.loads(out.with_suffix(".json").read_text())["meta"]["axis_weights"]
+    assert weights[0] == pytest.approx([0, 1 / 3]) and weights[1] == pytest.approx([0.5, 1 / 3])
+    moved = load_policy(out.with_suffix(".json")).actor.to("meta")
+    assert moved.axis_weights.device.type == "meta"
     # a weighted ensemble is not combined again: its weights would be lost
     with pytest.raises(ConfigError, match="combine the policies it was made of"):
         combine([split, pols[0]])

@@ -47,17 +47,31 @@ def test_counts_agreement_and_the_direction_of_each_disagreement():
     p = got["p"]
     assert (p.laps, p.completed, p.strict) == (4, (3, 2), (2, 2))
     assert (p.same_end, p.same_strict) == (3, 2)
-    assert [x.split(":")[1] for x in p.optimistic] == ["1 ice (end)", "1 ice (strict)"]
-    assert "second off_track at 50 %" in p.optimistic[0]
-    assert len(p.pessimistic) == 1 and p.pessimistic[0].startswith("town:2 ice (strict)")
+    assert [kind for kind, _ in p.optimistic] == ["end", "strict"]
+    assert [x.split(":")[1] for _, x in p.optimistic] == ["1 ice (end)", "1 ice (strict)"]
+    assert "second off_track at 50 %" in p.optimistic[0][1]
+    assert len(p.pessimistic) == 1 and p.pessimistic[0][1].startswith("town:2 ice (strict)")
     text = lap_agreement.report(got)
-    assert "| p | 4 | 3 / 2 | 2 / 2 | 3 | 2 | 2 | 1 |" in text
+    assert "| p | 4 | 3 / 2 | 2 / 2 | 3 | 2 | 1, 1 | 0, 1 |" in text
 
 
 def test_tables_without_a_shared_lap_or_with_a_lap_twice_are_refused(tmp_path, capsys):
-    """Disjoint tables say which policies each holds; a duplicated lap is not counted."""
+    """Disjoint tables say which policies each holds; a duplicated lap is not counted.
+
+    A completed lap without the expert's ratios (a table driven with ``--no-expert``, or a
+    distilled table whose expert drove another backend) is refused: counted as failed, it would
+    read as a real miss.
+    """
     with pytest.raises(KeyError, match="no policy drove the same lap"):
         lap_agreement.agree([_lap("p", "town:0")], [_lap("p", "town:1")])
+    bare = {**_lap("p", "town:0"), "vs_expert": None, "env": "S3Distilled-v0/trans"}
+    with pytest.raises(ValueError, match="'p' on town:0 ice in S3Distilled-v0/trans has no ratio"):
+        lap_agreement.agree([bare], [_lap("p", "town:0")])
+    (tmp_path / "bare.json").write_text(json.dumps({"runs": [bare]}))
+    with pytest.raises(SystemExit):
+        lap_agreement.main(["--first", str(tmp_path / "bare.json"), "--second",
+                            str(tmp_path / "bare.json")])  # fmt: skip
+    assert "has no ratio to the expert" in capsys.readouterr().err
     with pytest.raises(ValueError, match="twice"):
         lap_agreement.agree([_lap("p", "town:0")] * 2, [_lap("p", "town:0")])
     for name, rows in (("a", [_lap("p", "town:0")]), ("b", [_lap("p", "town:0", end="stalled")])):

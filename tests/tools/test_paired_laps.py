@@ -75,6 +75,9 @@ def test_refuses_missing_drivers_other_laps_and_duplicates():
         paired_laps.pair(runs, "a", "b")
     with pytest.raises(ValueError, match="twice"):
         paired_laps.pair(runs[:2] + runs[:2], "a", "b")
+    bare = {**runs[1], "vs_expert": None}  # completed, but no expert drove this lap
+    with pytest.raises(ValueError, match="'b' on town:0 ice in \\? has no ratio to the expert"):
+        paired_laps.pair([runs[0], bare], "a", "b")
 
 
 def test_main_reads_several_tables_and_writes_the_report(tmp_path, capsys):
