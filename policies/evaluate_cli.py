@@ -237,7 +237,8 @@ def training_dynamics_notes(named: list, backend: str | None) -> list[str]:
 
 def _laps(args: argparse.Namespace, named: list, tracks: list[str],
           conditions: list[tuple[str, int]]) -> list:  # fmt: skip
-    """The lap rows of every policy (the expert's once per lap, unless ``--no-expert``)."""
+    """The lap rows of every policy and the expert's, once per lap and environment (in
+    ``S3Distilled-v0`` every backend is one), unless ``--no-expert``."""
     from policies.evaluate import evaluate_beamng
     from policies.evaluate_distilled import evaluate_distilled_laps
     from policies.evaluate_model import Lap, evaluate_model
@@ -257,7 +258,7 @@ def _laps(args: argparse.Namespace, named: list, tracks: list[str],
     sim = _sim_options(args)
     results = []
     # the expert once per environment: in S3Distilled-v0 every backend is one (its laps differ)
-    envs = [args.backend or p.backend if args.env == "distilled" else "beamng" for _, p in named]
+    envs = [(args.backend or p.backend) if args.env == "distilled" else "beamng" for _, p in named]
     with_expert = [not args.no_expert and env not in envs[:k] for k, env in enumerate(envs)]
     for track in tracks:
         for surf, pats in groups:

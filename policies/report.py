@@ -12,11 +12,13 @@ from gym_s3.spec import CONTROL_DT_S
 from policies.evaluate import METRICS, RunResult, lap_key
 
 
-def run_tag(result: RunResult) -> str:
+def run_tag(result: RunResult, *, with_env: bool = False) -> str:
     """File-name tag of a run, e.g. ``asphalt_p4`` or ``asphalt-to-ice_p0`` (``asphalt>ice``).
 
     A track other than Putnam leads the tag and a named driver ends it:
-    ``procedural-201_snow_p0_ddm``.
+    ``procedural-201_snow_p0_ddm``. ``with_env`` (a table of several environments, such as the
+    backends of ``s3 evaluate --env distilled``, each with its own expert) appends the
+    environment: ``snow_p0_expert_S3Distilled-v0-ddm``.
     """
     c = result.condition
     parts = [str(c.get("surface", "run")).replace(">", "-to-")]
@@ -30,7 +32,19 @@ def run_tag(result: RunResult) -> str:
         parts.append(f"s{c['seed']}")
     if result.driver != "policy":
         parts.append(result.driver)
+    if with_env:
+        parts.append("".join(ch if ch.isalnum() or ch in ".-" else "-" for ch in result.env))
     return "_".join(parts)
+
+
+def several_envs(results: Sequence[RunResult]) -> bool:
+    """Whether a table holds runs of more than one environment (its rows then name theirs)."""
+    return len({r.env for r in results}) > 1
+
+
+def driver_label(result: RunResult, with_env: bool) -> str:
+    """A run's driver as a table shows it: with its environment in a table of several."""
+    return f"{result.driver} ({result.env})" if with_env else result.driver
 
 
 #: A jump of the arc length between two samples longer than this is a wrap past the start line [m]
@@ -87,11 +101,12 @@ def markdown_table(results: Sequence[RunResult]) -> str:
     cols = ["condition", "driver", "end", *(f"{m} [{u}]" for m, u in METRICS.items()),
             *RATIO_COLUMNS.values()]  # fmt: skip
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    with_env = several_envs(results)
     for r in results:
         vals = [metric_text(r.metrics, m) for m in METRICS]
         ratios = [_ratio(r, k) for k in RATIO_COLUMNS]
-        lines.append("| " + " | ".join([r.describe(), r.driver, r.terminated_by, *vals,
-                                         *ratios]) + " |")  # fmt: skip
+        cells = [r.describe(), driver_label(r, with_env), r.terminated_by, *vals, *ratios]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -108,11 +123,12 @@ def print_table(results: Sequence[RunResult], title: str) -> None:
                 "off-track [steps]",
                 "time [s]", *RATIO_COLUMNS.values()):  # fmt: skip
         table.add_column(escape(col), justify="right", no_wrap=True)  # "[m]" is not markup
+    with_env = several_envs(results)
     for r in results:
         m = r.metrics
         table.add_row(
             r.describe(),
-            r.driver,
+            escape(driver_label(r, with_env)),
             r.terminated_by,
             f"{m['completion']:.2f}",
             f"{m['cte_mean']:.2f}",
@@ -128,11 +144,14 @@ def print_table(results: Sequence[RunResult], title: str) -> None:
     result_console(min_width=230).print(table)
 
 
-def plot_run(result: RunResult, path, layout, out: Path) -> list[Path]:
-    """Trajectory over the track (with surface patches); errors and actions along the lap."""
+def plot_run(result: RunResult, path, layout, out: Path, *, with_env: bool = False) -> list[Path]:
+    """Trajectory over the track (with surface patches); errors and actions along the lap.
+
+    ``with_env``: the file names carry the environment (:func:`run_tag`).
+    """
     from gym_s3.tracks.plot import figsize_for, new_axes, plot_track, save_plot
 
-    tag = run_tag(result)
+    tag = run_tag(result, with_env=with_env)
     files = []
     ax = new_axes(figsize_for(path))
     plot_track(path, layout=layout, trajectories={f"{result.env} ({tag})": result.trajectory},
@@ -239,16 +258,18 @@ def write_evaluation(
     summary = {"title": title, "runs": [r.to_json() for r in results]}
     files[0].write_text(json.dumps(summary, indent=2) + "\n")
     files[1].write_text(f"# {title}\n\n" + markdown_table(results))
+    with_env = several_envs(results)  # e.g. one expert per backend: the file names tell them apart
     for i, r in enumerate(results):
         if paths_and_layouts is not None:
             path, layout = paths_and_layouts[i]
         else:
             path, layout = r.reference, r.layout
         if plotted[i] and path is not None and len(r.trajectory):
-            files += plot_run(r, path, layout, out)
+            files += plot_run(r, path, layout, out, with_env=with_env)
         if r.frames:
             from gym_s3.envs.gif import write_gif
 
-            files.append(write_gif(np.stack(r.frames), out / f"run_{run_tag(r)}.gif", fps=10))
+            gif = out / f"run_{run_tag(r, with_env=with_env)}.gif"
+            files.append(write_gif(np.stack(r.frames), gif, fps=10))
     files += plot_labels(results, out)
     return files

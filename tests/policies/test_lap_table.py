@@ -179,12 +179,17 @@ def test_every_backend_of_a_distilled_table_gets_its_own_expert_row(policy, tmp_
     only left the other policies without a ratio ("expert did not finish").
     """
     other = save_policy_as(policy, tmp_path / "pol_ddm", backend="ddm")
-    for extra in ([], ["--gif-every", "0"]):  # the batched path, and the one lap at a time
+    # the batched path, and one lap at a time (with GIFs); every file of both experts is kept
+    for extra in (["--plots", "none"], ["--plots", "all", "--gif-every", "5"]):
         out = tmp_path / f"eval{len(extra)}"
         rc = main(["evaluate", str(policy.path), str(other), "--env", "distilled",
-                   "--surfaces", "ice", "--ice-patches", "0", "--max-steps", "20", "--plots",
-                   "none", "--out", str(out), *extra])  # fmt: skip
+                   "--surfaces", "ice", "--ice-patches", "0", "--max-steps", "20",
+                   "--out", str(out), *extra])  # fmt: skip
         assert rc == 0
+        assert "| expert (S3Distilled-v0/ddm) |" in (out / "results.md").read_text()
+        if "all" in extra:
+            assert len(list(out.glob("trajectory_*_expert_*.png"))) == 2
+            assert len(list(out.glob("run_*_expert_*.gif"))) == 2
         runs = json.loads((out / "results.json").read_text())["runs"]
         envs = {r["driver"]: r["env"] for r in runs if r["driver"] != "expert"}
         experts = [r["env"] for r in runs if r["driver"] == "expert"]
