@@ -237,8 +237,11 @@ def training_dynamics_notes(named: list, backend: str | None) -> list[str]:
 
 def _laps(args: argparse.Namespace, named: list, tracks: list[str],
           conditions: list[tuple[str, int]]) -> list:  # fmt: skip
-    """The lap rows of every policy and the expert's, once per lap and environment (in
-    ``S3Distilled-v0`` every backend is one), unless ``--no-expert``."""
+    """The lap rows of every policy, and the expert's once per lap and environment.
+
+    In ``S3Distilled-v0`` every backend is an environment of its own; ``--no-expert`` drops the
+    expert's rows.
+    """
     from policies.evaluate import evaluate_beamng
     from policies.evaluate_distilled import evaluate_distilled_laps
     from policies.evaluate_model import Lap, evaluate_model
