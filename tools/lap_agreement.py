@@ -21,9 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from lap_acceptance import condition_label  # noqa: E402
-from paired_laps import emit, lap_key, read_runs, strict_cell  # noqa: E402
-
-from policies.expert_driver import EXPERT  # noqa: E402
+from paired_laps import emit, laps_by_driver, read_runs, strict_cell  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -55,19 +53,6 @@ class Agreement:
         return ", ".join(str(sum(kind == k for kind, _ in rows)) for k in ("end", "strict"))
 
 
-def _by_lap(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """``{driver: {lap key: run}}`` of the policies' rows (the expert's are left out)."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for run in runs:
-        if run["driver"] != EXPERT:
-            laps = out.setdefault(run["driver"], {})
-            key = lap_key(run["condition"])
-            if key in laps:
-                raise ValueError(f"{run['driver']!r} drove {key} twice in one table")
-            laps[key] = run
-    return out
-
-
 def agree(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> dict[str, Agreement]:
     """Per policy that drove a lap in both tables, over the laps it drove in both.
 
@@ -75,7 +60,7 @@ def agree(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> dict[str
         KeyError: no policy drove the same lap in both tables.
         ValueError: a completed lap without the expert's ratios (:func:`paired_laps.strict_cell`).
     """
-    a, b = _by_lap(first), _by_lap(second)
+    a, b = laps_by_driver(first), laps_by_driver(second)
     common = [d for d in a if d in b and a[d].keys() & b[d].keys()]
     if not common:
         raise KeyError(

@@ -24,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from lap_acceptance import STRICT_BAR, cell, condition_label  # noqa: E402
 
+from policies.expert_driver import EXPERT  # noqa: E402
+
 
 def sign_test(wins: int, losses: int) -> float:
     """One-sided exact sign test: ``P(X >= wins)`` for ``X ~ Binomial(wins + losses, 1/2)``."""
@@ -95,6 +97,23 @@ def lap_key(condition: dict[str, Any]) -> str:
     return json.dumps(condition, sort_keys=True)
 
 
+def laps_by_driver(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{driver: {lap key: run}}`` of the policies' rows (the expert's are left out).
+
+    Raises:
+        ValueError: a driver drove one condition twice.
+    """
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for run in runs:
+        if run["driver"] != EXPERT:
+            laps = out.setdefault(run["driver"], {})
+            key = lap_key(run["condition"])
+            if key in laps:
+                raise ValueError(f"{run['driver']!r} drove {key} twice; pass each lap table once")
+            laps[key] = run
+    return out
+
+
 def pair(runs: list[dict[str, Any]], a: str, b: str) -> Paired:
     """Pair the laps of drivers ``a`` and ``b`` in ``runs`` (the ``runs`` of ``results.json``).
 
@@ -102,13 +121,8 @@ def pair(runs: list[dict[str, Any]], a: str, b: str) -> Paired:
         KeyError: a driver is absent, or drove a lap the other did not.
         ValueError: a driver drove one condition twice, or a completed lap has no expert ratios.
     """
-    laps: dict[str, dict[str, dict[str, Any]]] = {a: {}, b: {}}
-    for run in runs:
-        if run["driver"] in laps:
-            key = lap_key(run["condition"])
-            if key in laps[run["driver"]]:
-                raise ValueError(f"{run['driver']!r} drove {key} twice; pass each lap table once")
-            laps[run["driver"]][key] = run
+    by_driver = laps_by_driver(runs)
+    laps = {driver: by_driver.get(driver, {}) for driver in (a, b)}
     for driver in (a, b):
         if not laps[driver]:
             drivers = sorted({r["driver"] for r in runs})
