@@ -23,7 +23,7 @@ def run_tag(result: RunResult, *, with_env: bool = False) -> str:
     c = result.condition
     parts = [str(c.get("surface", "run")).replace(">", "-to-")]
     if c.get("track", "putnam") != "putnam":  # tables of several tracks
-        parts.insert(0, "".join(ch if ch.isalnum() else "-" for ch in str(c["track"])))
+        parts.insert(0, _slug(str(c["track"])))
     if "ice_patches" in c:
         parts.append(f"p{c['ice_patches']}")
     if "label" in c:
@@ -33,8 +33,13 @@ def run_tag(result: RunResult, *, with_env: bool = False) -> str:
     if result.driver != "policy":
         parts.append(result.driver)
     if with_env:
-        parts.append("".join(ch if ch.isalnum() or ch in ".-" else "-" for ch in result.env))
+        parts.append(_slug(result.env, keep=".-"))
     return "_".join(parts)
+
+
+def _slug(text: str, keep: str = "") -> str:
+    """``text`` for a file name: every character but letters, digits and ``keep`` becomes ``-``."""
+    return "".join(ch if ch.isalnum() or ch in keep else "-" for ch in text)
 
 
 def several_envs(results: Sequence[RunResult]) -> bool:
