@@ -61,8 +61,21 @@ class Paired:
 
 
 def read_runs(paths: list[Path]) -> list[dict[str, Any]]:
-    """The ``runs`` of several ``s3 evaluate`` ``results.json`` files, one list."""
-    return [r for path in paths for r in json.loads(path.read_text())["runs"]]
+    """The ``runs`` of several ``s3 evaluate`` ``results.json`` files, one list.
+
+    Raises:
+        ValueError: a file that is missing, unreadable, not JSON or without ``runs``.
+    """
+    runs = []
+    for path in paths:
+        try:
+            runs += json.loads(path.read_text())["runs"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ValueError(
+                f"{path}: not a readable results.json of s3 evaluate ({type(err).__name__}: "
+                f"{err}); pass the results.json an `s3 evaluate --out DIR` wrote"
+            ) from err
+    return runs
 
 
 def emit(text: str, out: Path | None) -> None:

@@ -80,6 +80,16 @@ def test_refuses_missing_drivers_other_laps_and_duplicates():
         paired_laps.pair([runs[0], bare], "a", "b")
 
 
+def test_a_missing_or_foreign_results_file_is_named(tmp_path, capsys):
+    """A wrong path or a file that is not an s3 evaluate table exits 2 naming the file."""
+    (tmp_path / "other.json").write_text(json.dumps({"rows": []}))
+    for name in ("missing.json", "other.json"):
+        with pytest.raises(SystemExit) as exit_info:
+            paired_laps.main([str(tmp_path / name), "--a", "a", "--b", "b"])
+        assert exit_info.value.code == 2
+        assert f"{name}: not a readable results.json" in capsys.readouterr().err
+
+
 def test_main_reads_several_tables_and_writes_the_report(tmp_path, capsys):
     """Two results.json files (e.g. two runs of one set) are paired as one set of laps."""
     for name, track in (("one", "town:0"), ("two", "procedural:0")):
