@@ -117,6 +117,10 @@ def _register_train(subparsers: Any) -> None:
         "to steering's 1 (0: imitate the steering only and leave throttle and brake to the "
         "reward; the expert's pedals follow the friction under its wheels, which the default "
         "observation does not show) [-]",
+        "imitation_caution": "factor on the imitation term's pedal error where the policy's "
+        "pedal is above the expert's (more throttle or less brake); above 1 the policy learns "
+        "the cautious end of pedal labels its observation cannot tell apart instead of their "
+        "average (1: symmetric) [-]",
         "critic_warmup": "first iterations that train only the critic, actor weights frozen "
         "(use with --init-policy) [iterations]",
         "eval_every": "every N iterations, evaluate the policy on held-out tracks (preset "

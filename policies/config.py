@@ -129,6 +129,10 @@ class PPOConfig:
             relative to steering's 1 [-]. 0 imitates the steering only and leaves the pedals to
             PPO's reward: the expert limits throttle and brake by the friction under its wheels,
             which a policy of the default observation does not see.
+        imitation_caution: factor on the pedal axis's squared error where the actor's pedal is
+            above the expert's (more throttle or less brake) [-]; 1: symmetric. Above 1 the term
+            is an expectile: where the observation cannot tell ice from grip, the actor learns
+            the cautious end of the expert's pedals instead of their average.
         critic_warmup: first iterations that train only the critic while the actor's weights stay
             as loaded (the shared normaliser keeps updating): a fine-tune from ``init_policy``
             starts with a fresh critic whose advantages would otherwise push the actor around
@@ -193,6 +197,7 @@ class PPOConfig:
     init_policy: str | None = None
     imitation: float = 0.0
     imitation_accel_weight: float = 1.0
+    imitation_caution: float = 1.0
     critic_warmup: int = 0
     scenarios: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
@@ -258,6 +263,11 @@ class PPOConfig:
             raise ConfigError(
                 f"imitation_accel_weight must be >= 0 (a loss weight), got "
                 f"{self.imitation_accel_weight}"
+            )
+        if not self.imitation_caution > 0:
+            raise ConfigError(
+                f"imitation_caution must be > 0 (a factor on the pedal term; 1: symmetric), got "
+                f"{self.imitation_caution}"
             )
         if self.imitation > 0 and not str(self.device).startswith("cpu"):
             raise ConfigError(

@@ -139,17 +139,29 @@ class ActorPass:
         return locs[0]
 
 
-def imitation_loss(loc: Tensor, expert_action: Tensor, *, accel_weight: float = 1.0) -> Tensor:
+def imitation_loss(loc: Tensor, expert_action: Tensor, *, accel_weight: float = 1.0,
+                   caution: float = 1.0) -> Tensor:  # fmt: skip
     """Mean weighted squared distance of the actor's deterministic action from the expert's.
+
+    With ``caution`` ``c`` above 1 the pedal error counts ``c`` times where the actor's pedal is
+    above the expert's (more throttle or less brake) and once where it is below: an expectile
+    (Newey and Powell, 1987) instead of a mean. Where the observation cannot tell the labels
+    apart (the expert's pedals follow the friction under its wheels, which a ``default`` policy
+    does not see) the actor then learns the cautious end of them, not their average; where the
+    labels are consistent the minimum is still the label.
 
     Args:
         loc: ``(B, 2)`` the actor's pre-squash mean on a minibatch (its action is ``tanh(loc)``).
         expert_action: ``(B, 2)`` the expert's ``[steer, accel]`` in ``[-1, 1]`` there.
         accel_weight: weight ``w`` of the pedal axis relative to steering's 1 (0: steering only).
+        caution: factor ``c`` on the pedal term where ``accel > expert_accel`` (1: symmetric).
 
     Returns:
-        scalar: ``mean_b [(steer - expert_steer)^2 + w (accel - expert_accel)^2]`` with the
-        actor's action ``tanh(loc)`` [action units^2].
+        scalar: ``mean_b [(steer - expert_steer)^2 + w c_b (accel - expert_accel)^2]`` with the
+        actor's action ``tanh(loc)`` and ``c_b = c`` where ``accel > expert_accel``, else 1
+        [action units^2].
     """
-    sq = (torch.tanh(loc) - expert_action.to(loc.dtype)).square()
-    return (sq * sq.new_tensor([1.0, accel_weight])).sum(-1).mean()
+    diff = torch.tanh(loc) - expert_action.to(loc.dtype)
+    sq = diff.square()
+    pedal = accel_weight * torch.where(diff[:, 1] > 0, caution, 1.0)
+    return (sq[:, 0] + pedal * sq[:, 1]).mean()

@@ -450,6 +450,7 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext
                             actor_pass.take(idx.numel()),
                             minibatch[EXPERT_ACTION],
                             accel_weight=config.imitation_accel_weight,
+                            caution=config.imitation_caution,
                         )
                 actor_terms = losses["loss_objective"] + losses["loss_entropy"]
                 if imitate:

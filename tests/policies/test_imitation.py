@@ -111,6 +111,51 @@ def test_imitation_loss_weighs_the_pedal_axis():
     assert bool(loc.grad[:, 0].abs().gt(0).all()) and bool(loc.grad[:, 1].eq(0).all())
 
 
+def test_caution_makes_the_pedal_term_an_expectile():
+    """Above 1, ``caution`` weighs pedal errors above the label only, so the best single action
+    for labels the observation cannot tell apart moves to their cautious end.
+
+    Labels 0.05 (ice) and 0.5 (grip) at one state: with factor 1 the best pedal is their mean
+    0.275; with factor 3 it solves ``3 (a - 0.05) + (a - 0.5) = 0``, a = 0.1625. Steering is left
+    alone. Checked: with the factor applied below the label instead, it fails.
+    """
+    labels = torch.tensor([[0.0, 0.05], [0.0, 0.5]])
+    for caution, best in ((1.0, 0.275), (3.0, 0.1625)):
+        loc = torch.zeros(1, 2, requires_grad=True)
+        optim = torch.optim.SGD([loc], lr=0.5)
+        for _ in range(2000):
+            optim.zero_grad()
+            imitation_loss(loc.expand(2, 2), labels, caution=caution).backward()
+            optim.step()
+        assert abs(float(torch.tanh(loc[0, 1])) - best) < 1e-3, (caution, torch.tanh(loc))
+        assert abs(float(torch.tanh(loc[0, 0]))) < 1e-6
+    loc = torch.randn(32, 2)
+    label = torch.rand(32, 2) * 2 - 1
+    assert torch.allclose(imitation_loss(loc, label, caution=1.0), imitation_loss(loc, label))
+
+
+def test_training_passes_the_caution_to_the_term(tmp_path, monkeypatch):
+    """The update calls the term with ``imitation_caution`` (a fresh actor's pedals sit below
+    the expert's labels, so the factor changes no early loss value; the call is what is
+    checked). Checked: it fails with the factor not passed on.
+    """
+    import policies.imitation as imitation
+    from policies.ppo import train
+
+    seen = []
+
+    def spy(loc, expert_action, **kwargs):
+        seen.append(kwargs.get("caution", 1.0))
+        return imitation_loss(loc, expert_action, **kwargs)
+
+    monkeypatch.setattr(imitation, "imitation_loss", spy)
+    cfg = preset("tiny", num_envs=16, rollout_steps=8, total_frames=16 * 8, minibatch_size=64,
+                 imitation=10.0, imitation_caution=4.0, eval_every=0, checkpoint_every=0)  # fmt: skip
+    with one_torch_thread():
+        train(cfg, tmp_path, progress=False)
+    assert seen and set(seen) == {4.0}, seen
+
+
 def test_training_passes_the_pedal_weight_to_the_term(tmp_path):
     """The update uses ``imitation_accel_weight``.
 
@@ -187,6 +232,8 @@ def test_imitation_settings_are_checked():
         preset("tiny", imitation=-1.0)
     with pytest.raises(ConfigError, match="imitation_accel_weight must be >= 0"):
         preset("tiny", imitation=1.0, imitation_accel_weight=-0.5)
+    with pytest.raises(ConfigError, match="imitation_caution must be > 0"):
+        preset("tiny", imitation=1.0, imitation_caution=0.0)
     with pytest.raises(ConfigError, match="--device cpu"):
         preset("tiny", imitation=1.0, device="cuda")
     assert preset("tiny").imitation == 0.0
