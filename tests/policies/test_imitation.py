@@ -112,11 +112,11 @@ def test_imitation_loss_weighs_the_pedal_axis():
 
 
 def test_caution_makes_the_pedal_term_an_expectile():
-    """Above 1, ``caution`` weighs pedal errors above the label only, so the best single action
-    for labels the observation cannot tell apart moves to their cautious end.
+    """Above 1, ``caution`` moves the best pedal for mixed labels to their cautious end.
 
-    Labels 0.05 (ice) and 0.5 (grip) at one state: with factor 1 the best pedal is their mean
-    0.275; with factor 3 it solves ``3 (a - 0.05) + (a - 0.5) = 0``, a = 0.1625. Steering is left
+    It weighs pedal errors above the label only. Labels 0.05 (ice) and 0.5 (grip) at one state:
+    with factor 1 the best pedal is their mean 0.275; with factor 3 it solves
+    ``3 (a - 0.05) + (a - 0.5) = 0``, a = 0.1625. Steering is left
     alone. Checked: with the factor applied below the label instead, it fails.
     """
     labels = torch.tensor([[0.0, 0.05], [0.0, 0.5]])
@@ -135,9 +135,10 @@ def test_caution_makes_the_pedal_term_an_expectile():
 
 
 def test_training_passes_the_caution_to_the_term(tmp_path, monkeypatch):
-    """The update calls the term with ``imitation_caution`` (a fresh actor's pedals sit below
-    the expert's labels, so the factor changes no early loss value; the call is what is
-    checked). Checked: it fails with the factor not passed on.
+    """The update calls the term with ``imitation_caution``.
+
+    A fresh actor's pedals sit below the expert's labels, so the factor changes no early loss
+    value; the call is what is checked. Checked: it fails with the factor not passed on.
     """
     import policies.imitation as imitation
     from policies.ppo import train
@@ -150,7 +151,8 @@ def test_training_passes_the_caution_to_the_term(tmp_path, monkeypatch):
 
     monkeypatch.setattr(imitation, "imitation_loss", spy)
     cfg = preset("tiny", num_envs=16, rollout_steps=8, total_frames=16 * 8, minibatch_size=64,
-                 imitation=10.0, imitation_caution=4.0, eval_every=0, checkpoint_every=0)  # fmt: skip
+                 imitation=10.0, imitation_caution=4.0, eval_every=0,
+                 checkpoint_every=0)  # fmt: skip
     with one_torch_thread():
         train(cfg, tmp_path, progress=False)
     assert seen and set(seen) == {4.0}, seen
