@@ -23,6 +23,7 @@ from gym_s3.errors import CheckpointError, ConfigError
 from policies.checkpoint import (
     SHIPPED_POLICIES,
     Policy,
+    load_policy,
     resolve_policy,
     save_policy,
     shipped_policy,
@@ -215,13 +216,8 @@ def _run(args: argparse.Namespace) -> int:
     out = shipped_policy(args.ship).with_suffix("") if args.ship else args.out
     path = write_ensemble(policies, out, args.members, steer_members=args.steer_members,
                           accel_members=args.accel_members)  # fmt: skip
-    count = (
-        len(args.members)
-        if args.members is not None
-        else sum(
-            len(p.actor.members) if isinstance(p.actor, ActorEnsemble) else 1 for p in policies
-        )
-    )
+    written = load_policy(path)  # read back: the count is the file's, and the file loads
+    count = len(written.actor.members) if isinstance(written.actor, ActorEnsemble) else 1
     axes = "".join(f", {axis} from members {' '.join(map(str, chosen))}"
                    for axis, chosen in (("steering", args.steer_members),
                                         ("pedals", args.accel_members)) if chosen)  # fmt: skip
