@@ -18,7 +18,6 @@ from which a policy can infer the grip it has. Angles are radians, distances met
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Literal
 
 import numpy as np
@@ -122,12 +121,20 @@ def _check_mode(mode: str) -> None:
         raise ConfigError(f"unknown obs_mode '{mode}'; valid modes: {', '.join(OBS_MODES)}")
 
 
-@cache
+#: The ordered features of every mode, built once: a plain dict, so the env's compiled step and
+#: reset, which check sizes and bounds, trace no ``functools.cache`` wrapper (dynamo warns about
+#: one at every compile).
+_FEATURES: dict[str, tuple[Feature, ...]] = {
+    "default": _EGO + _lookahead(),
+    "oracle": _EGO + _lookahead() + _ORACLE,
+    "history": _EGO + _lookahead() + _history(),
+}
+
+
 def observation_features(mode: ObsMode = "default") -> tuple[Feature, ...]:
     """The ordered observation features of ``mode``."""
     _check_mode(mode)
-    extra = {"oracle": _ORACLE, "history": _history()}.get(mode, ())
-    return _EGO + _lookahead() + extra
+    return _FEATURES[mode]
 
 
 def observation_size(mode: ObsMode = "default") -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -11,11 +13,22 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def test_compiled_core_matches_eager(small_kwargs, driver):
-    """Compiled and eager envs agree (to float tolerance) through steps and autoresets."""
+    """Compiled and eager envs agree (to float tolerance) through steps and autoresets.
+
+    Compiling warns about no cached function (the spec's tables are plain dicts; checked: with
+    ``functools.cache`` back on ``observation_features`` dynamo warns on the first step).
+    """
     kw = dict(num_envs=32, max_episode_steps=10, seed=3, **small_kwargs)
     eager = S3DistilledBatchEnv(**kw)
     compiled = S3DistilledBatchEnv(compile=True, **kw)
     obs_e, _ = eager.reset(seed=3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        obs_c, _ = compiled.reset(seed=3)
+        compiled.step(torch.zeros(32, 2))
+    cached = [str(w.message) for w in caught if "lru_cache" in str(w.message)]
+    assert not cached, cached
+    compiled = S3DistilledBatchEnv(compile=True, **kw)
     obs_c, _ = compiled.reset(seed=3)
     assert torch.allclose(obs_e, obs_c, atol=1e-4)
     resets = 0
