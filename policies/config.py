@@ -132,7 +132,8 @@ class PPOConfig:
         imitation_caution: factor on the pedal axis's squared error where the actor's pedal is
             above the expert's (more throttle or less brake) [-]; 1: symmetric. Above 1 the term
             is an expectile: where the observation cannot tell ice from grip, the actor learns
-            the cautious end of the expert's pedals instead of their average.
+            the cautious end of the expert's pedals instead of their average. The logged
+            ``loss_imitation`` includes the factor, so runs of different factors do not compare.
         critic_warmup: first iterations that train only the critic while the actor's weights stay
             as loaded (the shared normaliser keeps updating): a fine-tune from ``init_policy``
             starts with a fresh critic whose advantages would otherwise push the actor around
