@@ -124,10 +124,10 @@ def _check_mode(mode: str) -> None:
 #: The ordered features of every mode, built once: a plain dict, so the env's compiled step and
 #: reset, which check sizes and bounds, trace no ``functools.cache`` wrapper (dynamo warns about
 #: one at every compile).
+_MODE_EXTRA: dict[str, tuple[Feature, ...]] = {"default": (), "oracle": _ORACLE,
+                                               "history": _history()}  # fmt: skip
 _FEATURES: dict[str, tuple[Feature, ...]] = {
-    "default": _EGO + _lookahead(),
-    "oracle": _EGO + _lookahead() + _ORACLE,
-    "history": _EGO + _lookahead() + _history(),
+    mode: _EGO + _lookahead() + _MODE_EXTRA[mode] for mode in OBS_MODES
 }
 
 
