@@ -134,6 +134,11 @@ class PPOConfig:
             is an expectile: where the observation cannot tell ice from grip, the actor learns
             the cautious end of the expert's pedals instead of their average. The logged
             ``loss_imitation`` includes the factor, so runs of different factors do not compare.
+        imitation_grip_power: exponent ``p`` of a grip weight on the pedal axis's squared error
+            [-]: it counts ``(1 / mu)^p`` times, ``mu`` the mean friction under the wheels where
+            the label was made (floored at 0.05). The expert's pedals scale with the grip, so
+            ``p = 2`` measures the pedal error relative to the range the grip allows (100 times
+            on ice, 16 on snow, 1 on asphalt); 0: unweighted. ``loss_imitation`` includes it.
         critic_warmup: first iterations that train only the critic while the actor's weights stay
             as loaded (the shared normaliser keeps updating): a fine-tune from ``init_policy``
             starts with a fresh critic whose advantages would otherwise push the actor around
@@ -199,6 +204,7 @@ class PPOConfig:
     imitation: float = 0.0
     imitation_accel_weight: float = 1.0
     imitation_caution: float = 1.0
+    imitation_grip_power: float = 0.0
     critic_warmup: int = 0
     scenarios: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
@@ -265,10 +271,16 @@ class PPOConfig:
                 f"imitation_accel_weight must be >= 0 (a loss weight), got "
                 f"{self.imitation_accel_weight}"
             )
-        if not self.imitation_caution > 0:
+        if not 0 < self.imitation_caution < math.inf:
             raise ConfigError(
-                f"imitation_caution must be > 0 (a factor on the pedal term; 1: symmetric), got "
-                f"{self.imitation_caution}"
+                f"imitation_caution must be a finite number > 0 (a factor on the pedal term; 1: "
+                f"symmetric), got {self.imitation_caution}"
+            )
+        if not 0 <= self.imitation_grip_power <= 4:
+            raise ConfigError(
+                f"imitation_grip_power must be in [0, 4] (the exponent of 1 / mu on the pedal "
+                f"term; 2: errors relative to the grip's pedal range), got "
+                f"{self.imitation_grip_power}"
             )
         if self.imitation > 0 and not str(self.device).startswith("cpu"):
             raise ConfigError(

@@ -29,10 +29,18 @@ from torchrl.envs import Transform
 
 #: Key of the expert's action ``(N, 2)`` ``[steer, accel]`` in ``[-1, 1]`` in the rollouts.
 EXPERT_ACTION = "expert_action"
+#: Key of the grip the expert's label was computed for in the rollouts: ``(N,)`` the mean peak
+#: friction under the car's four wheels [-] (1 on dry asphalt, 0.1 on ice).
+EXPERT_GRIP = "expert_grip"
+#: Grip below which :func:`imitation_loss`'s grip weight stops growing [-] (half of ice's 0.1).
+GRIP_FLOOR = 0.05
 
 
 class ExpertLabels(Transform):
     """Write the noise-free expert's action for every car's current state as ``expert_action``.
+
+    Beside it, ``expert_grip`` holds the ``(N,)`` mean friction under the four wheels that the
+    label was computed for (what :func:`imitation_loss` weighs the pedal error by).
 
     After every step (the state the next action is chosen in) and every reset (the fresh cars'
     first state) the expert reads the env's cars (``core.ego()``) and task (projection,
@@ -53,23 +61,31 @@ class ExpertLabels(Transform):
         self.seed = int(seed)
         self._expert: Any = None
         self._label: Tensor | None = None
+        self._grip: Tensor | None = None
 
     @property
     def _core(self) -> Any:
         """The :class:`~gym_s3.envs.core.DistilledCore` under the transformed env."""
         return self.parent.base_env.core
 
-    def _act(self) -> Tensor:
-        """The expert's ``(N, 2)`` action for the cars' current state (advances its integral)."""
+    def _act(self) -> tuple[Tensor, Tensor]:
+        """The expert's ``(N, 2)`` action for the cars' current state (advances its integral)
+        and the ``(N,)`` mean friction under the wheels it was computed for [-]."""
         core = self._core
         ego = core.ego()
-        return self._expert.act(ego, core.task.measure(ego), core.task).to(torch.float32)
+        sample = core.task.measure(ego)
+        action = self._expert.act(ego, sample, core.task).to(torch.float32)
+        return action, sample.mu.mean(dim=-1).to(torch.float32)
+
+    def _write(self, out: TensorDictBase) -> TensorDictBase:
+        out.set(EXPERT_ACTION, self._label.to(out.device))
+        out.set(EXPERT_GRIP, self._grip.to(out.device))
+        return out
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase
               ) -> TensorDictBase:  # fmt: skip
-        self._label = self._act()
-        next_tensordict.set(EXPERT_ACTION, self._label.to(next_tensordict.device))
-        return next_tensordict
+        self._label, self._grip = self._act()
+        return self._write(next_tensordict)
 
     def _reset(self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
                ) -> TensorDictBase:  # fmt: skip
@@ -82,20 +98,22 @@ class ExpertLabels(Transform):
         mask = torch.ones(n, dtype=torch.bool) if mask is None else mask.reshape(n).cpu()
         self._expert.reset(mask)
         kept = self._expert.integral.clone()
-        fresh = self._act()
-        # the other cars' integrals and labels as the step left them
+        fresh, fresh_grip = self._act()
+        # the other cars' integrals, labels and grips as the step left them
         self._expert.integral = torch.where(mask, self._expert.integral, kept)
         old = fresh if self._label is None else self._label
+        old_grip = fresh_grip if self._grip is None else self._grip
         self._label = torch.where(mask[:, None], fresh, old)
-        tensordict_reset.set(EXPERT_ACTION, self._label.to(tensordict_reset.device))
-        return tensordict_reset
+        self._grip = torch.where(mask, fresh_grip, old_grip)
+        return self._write(tensordict_reset)
 
     def transform_observation_spec(self, observation_spec):
-        """The env's observation spec with ``expert_action`` ``(N, 2)`` float32 added."""
-        n = self._core.num_envs
-        observation_spec[EXPERT_ACTION] = Unbounded(
-            shape=(n, 2), dtype=torch.float32, device=observation_spec.device
-        )
+        """The env's observation spec with ``expert_action`` ``(N, 2)`` and ``expert_grip``
+        ``(N,)`` float32 added."""
+        n, device = self._core.num_envs, observation_spec.device
+        observation_spec[EXPERT_ACTION] = Unbounded(shape=(n, 2), dtype=torch.float32,
+                                                    device=device)  # fmt: skip
+        observation_spec[EXPERT_GRIP] = Unbounded(shape=(n,), dtype=torch.float32, device=device)
         return observation_spec
 
 
@@ -140,7 +158,8 @@ class ActorPass:
 
 
 def imitation_loss(loc: Tensor, expert_action: Tensor, *, accel_weight: float = 1.0,
-                   caution: float = 1.0) -> Tensor:  # fmt: skip
+                   caution: float = 1.0, grip: Tensor | None = None,
+                   grip_power: float = 0.0) -> Tensor:  # fmt: skip
     """Mean weighted squared distance of the actor's deterministic action from the expert's.
 
     With ``caution`` ``c`` above 1 the pedal error counts ``c`` times where the actor's pedal is
@@ -150,18 +169,37 @@ def imitation_loss(loc: Tensor, expert_action: Tensor, *, accel_weight: float = 
     does not see) the actor then learns the cautious end of them, not their average; where the
     labels are consistent the minimum is still the label.
 
+    With ``grip_power`` ``p`` above 0 the pedal error is measured against the pedal range the
+    grip lets the car use: it counts ``(1 / max(mu, GRIP_FLOOR))^p`` times, ``mu`` the mean
+    friction under the wheels at that state. The expert's pedals scale with the grip (its
+    throttle is a share of ``mu`` and its brake at most ``1.2 mu``: about +0.05 and -0.12 on ice
+    against +-1 on asphalt), so an error of 0.1 that is a tenth of the range on asphalt is the
+    whole of it on ice, where it decides between driving out of a corner and sliding off or
+    stopping in it; an unweighted term treats the two alike. ``p = 2`` makes the error
+    relative to the range (``(error / mu)^2``: 100 times on ice, 16 on snow, 1 on asphalt).
+
     Args:
         loc: ``(B, 2)`` the actor's pre-squash mean on a minibatch (its action is ``tanh(loc)``).
         expert_action: ``(B, 2)`` the expert's ``[steer, accel]`` in ``[-1, 1]`` there.
         accel_weight: weight ``w`` of the pedal axis relative to steering's 1 (0: steering only).
         caution: factor ``c`` on the pedal term where ``accel > expert_accel`` (1: symmetric).
+        grip: ``(B,)`` mean friction under the wheels where each label was made [-]; needed when
+            ``grip_power > 0``.
+        grip_power: exponent ``p`` of the grip weight on the pedal term (0: no weight).
 
     Returns:
-        scalar: ``mean_b [(steer - expert_steer)^2 + w c_b (accel - expert_accel)^2]`` with the
-        actor's action ``tanh(loc)`` and ``c_b = c`` where ``accel > expert_accel``, else 1
-        [action units^2].
+        scalar: ``mean_b [(steer - expert_steer)^2 + w c_b g_b (accel - expert_accel)^2]`` with
+        the actor's action ``tanh(loc)``, ``c_b = c`` where ``accel > expert_accel`` (else 1) and
+        ``g_b = max(grip_b, GRIP_FLOOR)^-p`` [action units^2].
+
+    Raises:
+        ValueError: ``grip_power > 0`` without ``grip``.
     """
     diff = torch.tanh(loc) - expert_action.to(loc.dtype)
     sq = diff.square()
     pedal = accel_weight * torch.where(diff[:, 1] > 0, caution, 1.0)
+    if grip_power > 0.0:
+        if grip is None:
+            raise ValueError("imitation_loss with grip_power > 0 needs the labels' grip")
+        pedal = pedal * grip.to(loc.dtype).clamp_min(GRIP_FLOOR).pow(-grip_power)
     return (sq[:, 0] + pedal * sq[:, 1]).mean()

@@ -426,11 +426,13 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext
         advantage(data)
     imitate = config.imitation > 0
     if imitate:
-        from policies.imitation import EXPERT_ACTION, ActorPass, imitation_loss
+        from policies.imitation import EXPERT_ACTION, EXPERT_GRIP, ActorPass, imitation_loss
 
         if actor_net is None:
             raise ValueError("_update with config.imitation > 0 needs actor_net")
+    weigh_grip = imitate and config.imitation_grip_power > 0
     keys = _loss_inputs(loss_fn) + ([EXPERT_ACTION] if imitate else [])
+    keys += [EXPERT_GRIP] if weigh_grip else []
     flat = data.reshape(-1).select(*keys)  # minibatches copy only these
     sums: dict[str, float] = {"loss_objective": 0.0, "loss_critic": 0.0, "loss_entropy": 0.0}
     if imitate:
@@ -451,6 +453,8 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext
                             minibatch[EXPERT_ACTION],
                             accel_weight=config.imitation_accel_weight,
                             caution=config.imitation_caution,
+                            grip=minibatch[EXPERT_GRIP] if weigh_grip else None,
+                            grip_power=config.imitation_grip_power,
                         )
                 actor_terms = losses["loss_objective"] + losses["loss_entropy"]
                 if imitate:

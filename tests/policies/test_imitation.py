@@ -12,7 +12,13 @@ from torch_helpers import one_torch_thread  # noqa: E402
 
 from gym_s3.errors import ConfigError  # noqa: E402
 from policies.config import preset  # noqa: E402
-from policies.imitation import EXPERT_ACTION, ExpertLabels, imitation_loss  # noqa: E402
+from policies.imitation import (  # noqa: E402
+    EXPERT_ACTION,
+    EXPERT_GRIP,
+    GRIP_FLOOR,
+    ExpertLabels,
+    imitation_loss,
+)
 from policies.networks import ActorNet, RunningNorm  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
@@ -134,6 +140,88 @@ def test_caution_makes_the_pedal_term_an_expectile():
     assert torch.allclose(imitation_loss(loc, label, caution=1.0), imitation_loss(loc, label))
 
 
+def test_grip_power_measures_the_pedal_error_against_the_grip():
+    """With ``grip_power`` p the pedal error counts ``max(mu, floor)^-p`` times; steering not.
+
+    The same pedal error of 0.1 costs 100 times more on ice (mu 0.1) than on asphalt (mu 1) at
+    p = 2, 16 times on snow; below the floor the weight stops growing. Checked: with the weight
+    applied to the steering axis, or as ``mu^p`` instead of its inverse, it fails.
+    """
+    label = torch.tensor([[0.2, 0.05]] * 4)
+    loc = torch.atanh(label + torch.tensor([[0.0, 0.1]]))  # pedal 0.1 above, steering exact
+    grip = torch.tensor([1.0, 0.25, 0.1, 0.01])
+    per_car = [float(imitation_loss(loc[i : i + 1], label[i : i + 1], grip=grip[i : i + 1],
+                                    grip_power=2.0)) for i in range(4)]  # fmt: skip
+    assert per_car[0] == pytest.approx(0.01, rel=1e-4)
+    assert per_car[1] == pytest.approx(16 * 0.01, rel=1e-4)
+    assert per_car[2] == pytest.approx(100 * 0.01, rel=1e-4)
+    assert per_car[3] == pytest.approx(GRIP_FLOOR**-2 * 0.01, rel=1e-4)
+    steer_only = torch.atanh(label + torch.tensor([[0.1, 0.0]]))
+    assert float(imitation_loss(steer_only, label, grip=grip, grip_power=2.0)) == pytest.approx(
+        0.01, rel=1e-4
+    )
+    assert torch.equal(imitation_loss(loc, label, grip=grip, grip_power=0.0),
+                       imitation_loss(loc, label))  # fmt: skip
+    with pytest.raises(ValueError, match="needs the labels' grip"):
+        imitation_loss(loc, label, grip_power=2.0)
+
+
+def test_the_labels_carry_the_grip_under_the_wheels():
+    """``expert_grip`` is the mean friction under the four wheels of the state each label is for.
+
+    On a lap half asphalt, half ice the labelled grip follows the layout as the cars move, after
+    steps and resets. Checked: with the grip of the previous state written instead, it fails.
+    """
+    from torchrl.envs import TransformedEnv
+
+    from gym_s3.adapters.torchrl import make_torchrl_env
+    from gym_s3.tracks.lap_layouts import lap_layout
+    from gym_s3.tracks.registry import cached_track
+
+    layout = lap_layout(cached_track("procedural:301"), "asphalt>ice")
+    with one_torch_thread():
+        base = make_torchrl_env(num_envs=16, backend="bicycle", tracks=("procedural:301",),
+                                layouts=(layout,), seed=0, max_episode_steps=40)  # fmt: skip
+        env = TransformedEnv(base, ExpertLabels(seed=0))
+        core = env.base_env.core
+        td = env.reset()
+        grips = []
+        for _ in range(120):
+            ego = core.state.ego()
+            mu = core.task.measure(ego).mu.mean(dim=-1)
+            assert torch.allclose(td[EXPERT_GRIP], mu), (td[EXPERT_GRIP], mu)
+            grips.append(td[EXPERT_GRIP])
+            td["action"] = td[EXPERT_ACTION]
+            _, td = env.step_and_maybe_reset(td)
+    grips = torch.cat(grips)
+    assert float(grips.max()) == pytest.approx(1.0) and float(grips.min()) < 0.2
+
+
+def test_training_passes_the_grip_power_and_grip_to_the_term(tmp_path, monkeypatch):
+    """The update calls the term with ``imitation_grip_power`` and the rollouts' grips.
+
+    Checked: it fails with the power or the grip not passed on.
+    """
+    import policies.imitation as imitation
+    from policies.ppo import train
+
+    seen = []
+
+    def spy(loc, expert_action, **kwargs):
+        seen.append((kwargs.get("grip_power", 0.0), kwargs.get("grip")))
+        return imitation_loss(loc, expert_action, **kwargs)
+
+    monkeypatch.setattr(imitation, "imitation_loss", spy)
+    cfg = preset("tiny", num_envs=16, rollout_steps=8, total_frames=16 * 8, minibatch_size=64,
+                 imitation=10.0, imitation_grip_power=2.0, eval_every=0,
+                 checkpoint_every=0)  # fmt: skip
+    with one_torch_thread():
+        train(cfg, tmp_path, progress=False)
+    assert seen and {power for power, _ in seen} == {2.0}
+    grips = torch.cat([grip for _, grip in seen])
+    assert grips.shape == (len(seen) * 64,) and bool(((grips > 0) & (grips <= 1.0)).all())
+
+
 def test_training_passes_the_caution_to_the_term(tmp_path, monkeypatch):
     """The update calls the term with ``imitation_caution``.
 
@@ -234,8 +322,13 @@ def test_imitation_settings_are_checked():
         preset("tiny", imitation=-1.0)
     with pytest.raises(ConfigError, match="imitation_accel_weight must be >= 0"):
         preset("tiny", imitation=1.0, imitation_accel_weight=-0.5)
-    with pytest.raises(ConfigError, match="imitation_caution must be > 0"):
+    with pytest.raises(ConfigError, match="imitation_caution must be a finite number > 0"):
         preset("tiny", imitation=1.0, imitation_caution=0.0)
+    with pytest.raises(ConfigError, match="imitation_caution must be a finite number > 0"):
+        preset("tiny", imitation=1.0, imitation_caution=float("inf"))
+    for power in (-1.0, 5.0, float("nan")):
+        with pytest.raises(ConfigError, match="imitation_grip_power must be in"):
+            preset("tiny", imitation=1.0, imitation_grip_power=power)
     with pytest.raises(ConfigError, match="--device cpu"):
         preset("tiny", imitation=1.0, device="cuda")
     assert preset("tiny").imitation == 0.0
