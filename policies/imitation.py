@@ -69,8 +69,11 @@ class ExpertLabels(Transform):
         return self.parent.base_env.core
 
     def _act(self) -> tuple[Tensor, Tensor]:
-        """The expert's ``(N, 2)`` action for the cars' current state (advances its integral)
-        and the ``(N,)`` mean friction under the wheels it was computed for [-]."""
+        """The expert's ``(N, 2)`` action for the cars' current state, and its grip.
+
+        Advances the expert's integral; the grip is the ``(N,)`` mean friction under the wheels
+        the action was computed for [-].
+        """
         core = self._core
         ego = core.ego()
         sample = core.task.measure(ego)
@@ -108,8 +111,10 @@ class ExpertLabels(Transform):
         return self._write(tensordict_reset)
 
     def transform_observation_spec(self, observation_spec):
-        """The env's observation spec with ``expert_action`` ``(N, 2)`` and ``expert_grip``
-        ``(N,)`` float32 added."""
+        """The env's observation spec with the labels added.
+
+        ``expert_action`` ``(N, 2)`` and ``expert_grip`` ``(N,)``, float32.
+        """
         n, device = self._core.num_envs, observation_spec.device
         observation_spec[EXPERT_ACTION] = Unbounded(shape=(n, 2), dtype=torch.float32,
                                                     device=device)  # fmt: skip
