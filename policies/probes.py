@@ -5,7 +5,9 @@ A lap that ends ``stalled`` is a car that came to rest while the policy kept bra
 has stood (forward speed below ``stall_speed_mps``) for ``standing_s`` seconds; :func:`probe_stall`
 asks the policy for its action on copies of that observation with one group of features edited
 (:data:`PROBES`: tracking errors zeroed, the speed raised, the lookahead target speeds scaled, the
-road ahead straightened). An edit that flips brake to throttle names what the policy brakes for.
+road ahead straightened). An edit that flips brake to throttle names what the policy brakes for, and
+:func:`expert_action_at` says what the scripted expert (the teacher of the taught recipes) would do
+in the same state.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from gym_s3.errors import ConfigError
 from gym_s3.spec import CONTROL_DT_S, LOOKAHEAD_M, observation_features
 from policies.checkpoint import Policy
 
-__all__ = ["PROBES", "Stall", "find_stall", "probe_stall"]
+__all__ = ["PROBES", "Stall", "expert_action_at", "find_stall", "probe_stall"]
 
 
 @dataclass(frozen=True)
@@ -164,3 +166,20 @@ def probe_stall(policy: Policy, stall: Stall) -> dict[str, np.ndarray]:
         name: np.asarray(policy.act(edit(stall.observation.copy(), stall.names)), dtype=np.float32)
         for name, edit in PROBES.items()
     }
+
+
+def expert_action_at(env: Any, *, seed: int = 0) -> np.ndarray:
+    """The noise-free scripted expert's ``(2,)`` ``[steer, accel]`` at ``env``'s current state.
+
+    A fresh expert (its speed controller's integral cleared), as the taught recipes' labels of a
+    car that has just started: after :func:`find_stall`, the env still holds the stall's state.
+
+    Args:
+        env: ``S3BeamNG-v0`` or a one-car ``S3Distilled-v0`` (the envs the expert reads).
+        seed: seed of the expert (it draws nothing when noise-free).
+    """
+    from policies.expert_driver import ExpertDriver
+
+    expert = ExpertDriver(seed)
+    expert.start(env)
+    return np.asarray(expert.act(np.zeros(0, np.float32)), dtype=np.float32).reshape(2)

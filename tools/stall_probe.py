@@ -5,7 +5,8 @@ the lap task of ``S3BeamNG-v0``) or, with ``--simulator standin``, in ``S3BeamNG
 stand-in (where a policy's stalls happen that the distilled env does not reproduce), keeps the
 observation once the car has stood still for ``--standing-s`` seconds after it first got going,
 and prints the policy's action on that observation with one group of features edited at a time.
-An edit that turns brake into throttle names what the policy brakes for.
+An edit that turns brake into throttle names what the policy brakes for; the last row is what the
+scripted expert (the taught recipes' teacher) would do in the same state.
 
     python tools/stall_probe.py ddm --track town:52 --surface ice
     python tools/stall_probe.py ddm --track town:71 --surface 'asphalt>ice' --simulator standin
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
 from rich.table import Table
 
 from gym_s3.errors import S3Error
@@ -23,7 +25,7 @@ from gym_s3.spec import CONTROL_DT_S
 from policies.checkpoint import Policy, resolve_policy
 from policies.evaluate import beamng_lap_env, simulator
 from policies.evaluate_distilled import distilled_lap_env
-from policies.probes import Stall, find_stall, probe_stall
+from policies.probes import Stall, expert_action_at, find_stall, probe_stall
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         name, policy = resolve_policy(args.policy)
         if args.simulator == "standin":
             sim = "S3BeamNG-v0 (open stand-in)"
-            stall = _standin_stall(policy, args)
+            stall, expert = _standin_stall(policy, args)
         else:
             backend = args.backend or policy.backend
             sim = f"S3Distilled-v0/{backend}"
@@ -61,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             env = distilled_lap_env(args.track, layout, backend=backend,
                                     obs_mode=policy.obs_mode, seed=args.seed)  # fmt: skip
             stall = find_stall(policy, env, standing_s=args.standing_s, seed=args.seed)
+            expert = None if stall is None else expert_action_at(env, seed=args.seed)
     except S3Error as err:
         p.error(str(err))  # names the setting, track, surface or policy; exit status 2
     where = f"{args.track} {args.surface}" + (f"+{args.ice_patches}" if args.ice_patches else "")
@@ -80,18 +83,25 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(col, justify="left" if col == "edit" else "right")
     for probe, action in probe_stall(policy, stall).items():
         table.add_row(probe, f"{action[0]:+.2f}", f"{action[1]:+.2f}")
+    table.add_row("the scripted expert, same state", f"{expert[0]:+.2f}", f"{expert[1]:+.2f}",
+                  style="italic")  # fmt: skip
     console.print(table)
     return 0
 
 
-def _standin_stall(policy: Policy, args: argparse.Namespace) -> Stall | None:
-    """The stall of one lap in ``S3BeamNG-v0`` on a stand-in started here (compiled physics)."""
+def _standin_stall(policy: Policy, args: argparse.Namespace
+                   ) -> tuple[Stall | None, np.ndarray | None]:  # fmt: skip
+    """The stall of one lap in ``S3BeamNG-v0`` on a stand-in (compiled physics), and the expert.
+
+    The stand-in is started here; the second item is the scripted expert's action at the stall.
+    """
     with simulator(standin=True, fast=True) as (_, connect):
         env = beamng_lap_env(connect, track=args.track, surface=args.surface,
                              ice_patches=args.ice_patches, seed=args.seed,
                              obs_mode=policy.obs_mode)  # fmt: skip
         try:
-            return find_stall(policy, env, standing_s=args.standing_s, seed=args.seed)
+            stall = find_stall(policy, env, standing_s=args.standing_s, seed=args.seed)
+            return stall, None if stall is None else expert_action_at(env, seed=args.seed)
         finally:
             env.close()
 

@@ -12,7 +12,7 @@ from torch_helpers import one_torch_thread
 
 from gym_s3.errors import ConfigError
 from gym_s3.spec import LOOKAHEAD_M, feature_index, observation_bounds, observation_features
-from policies.probes import PROBES, Stall, find_stall, probe_stall
+from policies.probes import PROBES, Stall, expert_action_at, find_stall, probe_stall
 
 NAMES = tuple(f.name for f in observation_features("default"))
 
@@ -75,7 +75,11 @@ class Scripted:
 
 
 def test_find_stall_starts_the_clock_only_after_the_car_got_going():
-    """A car braked to rest is found 2 s later; one that never left the start is not."""
+    """A car braked to rest is found 2 s later; one that never left the start is not.
+
+    At the found state the scripted expert throttles (checked: with its pedal's sign flipped in
+    :func:`expert_action_at`, it fails).
+    """
     from gym_s3.tracks.lap_layouts import lap_layout
     from gym_s3.tracks.registry import cached_track
     from policies.evaluate_distilled import distilled_lap_env
@@ -89,6 +93,8 @@ def test_find_stall_starts_the_clock_only_after_the_car_got_going():
     assert stall.feature("v_long") < 0.5
     assert stall.step > 40 + 40  # 2 s of standing after braking from speed
     assert stall.action[1] == -1.0
+    # the teacher, asked at the same state (at rest, below the target speed), drives on
+    assert expert_action_at(env)[1] > 0.2
     with pytest.raises(ConfigError, match="standing_s"):
         find_stall(Scripted(go=40), env, standing_s=-1.0)
 
