@@ -197,28 +197,34 @@ def test_the_labels_carry_the_grip_under_the_wheels():
     assert float(grips.max()) == pytest.approx(1.0) and float(grips.min()) < 0.2
 
 
+def _term_calls(tmp_path, monkeypatch, **settings) -> list[dict]:
+    """The keyword arguments of every imitation-term call in one short ``tiny`` run."""
+    import policies.imitation as imitation
+    from policies.ppo import train
+
+    seen: list[dict] = []
+
+    def spy(loc, expert_action, **kwargs):
+        seen.append(kwargs)
+        return imitation_loss(loc, expert_action, **kwargs)
+
+    monkeypatch.setattr(imitation, "imitation_loss", spy)
+    cfg = preset("tiny", num_envs=16, rollout_steps=8, total_frames=16 * 8, minibatch_size=64,
+                 imitation=10.0, eval_every=0, checkpoint_every=0, **settings)  # fmt: skip
+    with one_torch_thread():
+        train(cfg, tmp_path, progress=False)
+    assert seen
+    return seen
+
+
 def test_training_passes_the_grip_power_and_grip_to_the_term(tmp_path, monkeypatch):
     """The update calls the term with ``imitation_grip_power`` and the rollouts' grips.
 
     Checked: it fails with the power or the grip not passed on.
     """
-    import policies.imitation as imitation
-    from policies.ppo import train
-
-    seen = []
-
-    def spy(loc, expert_action, **kwargs):
-        seen.append((kwargs.get("grip_power", 0.0), kwargs.get("grip")))
-        return imitation_loss(loc, expert_action, **kwargs)
-
-    monkeypatch.setattr(imitation, "imitation_loss", spy)
-    cfg = preset("tiny", num_envs=16, rollout_steps=8, total_frames=16 * 8, minibatch_size=64,
-                 imitation=10.0, imitation_grip_power=2.0, eval_every=0,
-                 checkpoint_every=0)  # fmt: skip
-    with one_torch_thread():
-        train(cfg, tmp_path, progress=False)
-    assert seen and {power for power, _ in seen} == {2.0}
-    grips = torch.cat([grip for _, grip in seen])
+    seen = _term_calls(tmp_path, monkeypatch, imitation_grip_power=2.0)
+    assert {call.get("grip_power", 0.0) for call in seen} == {2.0}
+    grips = torch.cat([call["grip"] for call in seen])
     assert grips.shape == (len(seen) * 64,) and bool(((grips > 0) & (grips <= 1.0)).all())
 
 
@@ -228,22 +234,8 @@ def test_training_passes_the_caution_to_the_term(tmp_path, monkeypatch):
     A fresh actor's pedals sit below the expert's labels, so the factor changes no early loss
     value; the call is what is checked. Checked: it fails with the factor not passed on.
     """
-    import policies.imitation as imitation
-    from policies.ppo import train
-
-    seen = []
-
-    def spy(loc, expert_action, **kwargs):
-        seen.append(kwargs.get("caution", 1.0))
-        return imitation_loss(loc, expert_action, **kwargs)
-
-    monkeypatch.setattr(imitation, "imitation_loss", spy)
-    cfg = preset("tiny", num_envs=16, rollout_steps=8, total_frames=16 * 8, minibatch_size=64,
-                 imitation=10.0, imitation_caution=4.0, eval_every=0,
-                 checkpoint_every=0)  # fmt: skip
-    with one_torch_thread():
-        train(cfg, tmp_path, progress=False)
-    assert seen and set(seen) == {4.0}, seen
+    seen = _term_calls(tmp_path, monkeypatch, imitation_caution=4.0)
+    assert {call.get("caution", 1.0) for call in seen} == {4.0}, seen
 
 
 def test_training_passes_the_pedal_weight_to_the_term(tmp_path):
