@@ -122,9 +122,10 @@ def _register_train(subparsers: Any) -> None:
         "the cautious end of pedal labels its observation cannot tell apart instead of their "
         "average (1: symmetric) [-]",
         "imitation_grip_power": "exponent p of a grip weight on the imitation term's pedal "
-        "error: it counts (1 / mu)^p times, mu the mean friction under the wheels (the expert's "
-        "pedals scale with the grip; 2: errors relative to the pedal range the grip allows, 100x "
-        "on ice, 16x on snow; 0: unweighted) [-]",
+        "error: it counts (1 / mu)^p times, mu the mean friction under the wheels, floored at "
+        "0.05 (the expert's pedals scale with the grip; 2: errors relative to the pedal range "
+        "the grip allows, 100x on ice, 16x on snow; 0: unweighted; in [0, 4], needs "
+        "--imitation > 0) [-]",
         "critic_warmup": "first iterations that train only the critic, actor weights frozen "
         "(use with --init-policy) [iterations]",
         "eval_every": "every N iterations, evaluate the policy on held-out tracks (preset "

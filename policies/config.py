@@ -136,9 +136,10 @@ class PPOConfig:
             ``loss_imitation`` includes the factor, so runs of different factors do not compare.
         imitation_grip_power: exponent ``p`` of a grip weight on the pedal axis's squared error
             [-]: it counts ``(1 / mu)^p`` times, ``mu`` the mean friction under the wheels where
-            the label was made (floored at 0.05). The expert's pedals scale with the grip, so
-            ``p = 2`` measures the pedal error relative to the range the grip allows (100 times
-            on ice, 16 on snow, 1 on asphalt); 0: unweighted. ``loss_imitation`` includes it.
+            the label was made (the layout's friction, floored at 0.05). The expert's pedals
+            scale with the grip, so ``p = 2`` measures the pedal error relative to the range the
+            grip allows (100 times on ice, 16 on snow, 1 on asphalt); 0: unweighted. In [0, 4];
+            needs ``imitation > 0``. ``loss_imitation`` includes it.
         critic_warmup: first iterations that train only the critic while the actor's weights stay
             as loaded (the shared normaliser keeps updating): a fine-tune from ``init_policy``
             starts with a fresh critic whose advantages would otherwise push the actor around
@@ -264,11 +265,13 @@ class PPOConfig:
             raise ConfigError(f"hidden must list layer widths >= 1, got {self.hidden!r}")
         if not self.obs_noise >= 0:
             raise ConfigError(f"obs_noise must be >= 0, got {self.obs_noise}")
-        if not self.imitation >= 0:
-            raise ConfigError(f"imitation must be >= 0 (a loss weight), got {self.imitation}")
-        if not self.imitation_accel_weight >= 0:
+        if not 0 <= self.imitation < math.inf:
             raise ConfigError(
-                f"imitation_accel_weight must be >= 0 (a loss weight), got "
+                f"imitation must be a finite number >= 0 (a loss weight), got {self.imitation}"
+            )
+        if not 0 <= self.imitation_accel_weight < math.inf:
+            raise ConfigError(
+                f"imitation_accel_weight must be a finite number >= 0 (a loss weight), got "
                 f"{self.imitation_accel_weight}"
             )
         if not 0 < self.imitation_caution < math.inf:
@@ -281,6 +284,11 @@ class PPOConfig:
                 f"imitation_grip_power must be in [0, 4] (the exponent of 1 / mu on the pedal "
                 f"term; 2: errors relative to the grip's pedal range), got "
                 f"{self.imitation_grip_power}"
+            )
+        if self.imitation_grip_power > 0 and self.imitation == 0:
+            raise ConfigError(
+                "imitation_grip_power weighs the imitation term, which is off (imitation = 0): "
+                "set --imitation W > 0 or leave --imitation-grip-power at 0"
             )
         if self.imitation > 0 and not str(self.device).startswith("cpu"):
             raise ConfigError(

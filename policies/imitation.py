@@ -30,7 +30,8 @@ from torchrl.envs import Transform
 #: Key of the expert's action ``(N, 2)`` ``[steer, accel]`` in ``[-1, 1]`` in the rollouts.
 EXPERT_ACTION = "expert_action"
 #: Key of the grip the expert's label was computed for in the rollouts: ``(N,)`` the mean peak
-#: friction under the car's four wheels [-] (1 on dry asphalt, 0.1 on ice).
+#: friction under the car's four wheels [-] (1 on dry asphalt, 0.1 on ice): the layout's own
+#: friction, as the expert reads it (without ``friction_noise``'s per-episode scale).
 EXPERT_GRIP = "expert_grip"
 #: Grip below which :func:`imitation_loss`'s grip weight stops growing [-] (half of ice's 0.1).
 GRIP_FLOOR = 0.05
@@ -57,7 +58,7 @@ class ExpertLabels(Transform):
     """
 
     def __init__(self, seed: int = 0) -> None:
-        super().__init__(in_keys=[], out_keys=[EXPERT_ACTION])
+        super().__init__(in_keys=[], out_keys=[EXPERT_ACTION, EXPERT_GRIP])
         self.seed = int(seed)
         self._expert: Any = None
         self._label: Tensor | None = None
@@ -177,11 +178,14 @@ def imitation_loss(loc: Tensor, expert_action: Tensor, *, accel_weight: float = 
     With ``grip_power`` ``p`` above 0 the pedal error is measured against the pedal range the
     grip lets the car use: it counts ``(1 / max(mu, GRIP_FLOOR))^p`` times, ``mu`` the mean
     friction under the wheels at that state. The expert's pedals scale with the grip (its
-    throttle is a share of ``mu`` and its brake at most ``1.2 mu``: about +0.05 and -0.12 on ice
-    against +-1 on asphalt), so an error of 0.1 that is a tenth of the range on asphalt is the
-    whole of it on ice, where it decides between driving out of a corner and sliding off or
+    throttle is a share of ``mu`` and its brake at most ``1.2 mu``: about +0.05 and -0.12 on ice,
+    ten times that on asphalt), so an error of 0.1 that is a small part of the range on asphalt
+    is the whole of it on ice, where it decides between driving out of a corner and sliding off or
     stopping in it; an unweighted term treats the two alike. ``p = 2`` makes the error
     relative to the range (``(error / mu)^2``: 100 times on ice, 16 on snow, 1 on asphalt).
+    The weight is not normalised over the batch, so it also raises the term's share of the
+    (clipped) gradient by the batch mean of ``mu^-p`` (about 30 at ``p = 2`` with a third of the
+    states on ice).
 
     Args:
         loc: ``(B, 2)`` the actor's pre-squash mean on a minibatch (its action is ``tanh(loc)``).
@@ -206,5 +210,5 @@ def imitation_loss(loc: Tensor, expert_action: Tensor, *, accel_weight: float = 
     if grip_power > 0.0:
         if grip is None:
             raise ValueError("imitation_loss with grip_power > 0 needs the labels' grip")
-        pedal = pedal * grip.to(loc.dtype).clamp_min(GRIP_FLOOR).pow(-grip_power)
+        pedal = pedal * grip.to(loc.dtype).reshape(-1).clamp_min(GRIP_FLOOR).pow(-grip_power)
     return (sq[:, 0] + pedal * sq[:, 1]).mean()

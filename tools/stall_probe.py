@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(col, justify="left" if col == "edit" else "right")
     for probe, action in probe_stall(policy, stall).items():
         table.add_row(probe, f"{action[0]:+.2f}", f"{action[1]:+.2f}")
-    table.add_row("the scripted expert, same state", f"{expert[0]:+.2f}", f"{expert[1]:+.2f}",
+    table.add_row("the scripted expert (fresh integral)", f"{expert[0]:+.2f}", f"{expert[1]:+.2f}",
                   style="italic")  # fmt: skip
     console.print(table)
     return 0

@@ -170,7 +170,9 @@ def test_the_labels_carry_the_grip_under_the_wheels():
     """``expert_grip`` is the mean friction under the four wheels of the state each label is for.
 
     On a lap half asphalt, half ice the labelled grip follows the layout as the cars move, after
-    steps and resets. Checked: with the grip of the previous state written instead, it fails.
+    steps and after the resets that end every car's 40-step episode together (a partial reset
+    keeps the other cars' grip as their step left it, which is the layout's grip there too).
+    Checked: with the grip of the previous state written instead, it fails.
     """
     from torchrl.envs import TransformedEnv
 
@@ -310,9 +312,11 @@ def test_ppo_with_imitation_moves_the_policy_towards_the_expert(tmp_path):
 
 def test_imitation_settings_are_checked():
     """A negative weight, or a device the expert cannot drive, is refused with the fix."""
-    with pytest.raises(ConfigError, match="imitation must be >= 0"):
+    with pytest.raises(ConfigError, match="imitation must be a finite number >= 0"):
         preset("tiny", imitation=-1.0)
-    with pytest.raises(ConfigError, match="imitation_accel_weight must be >= 0"):
+    with pytest.raises(ConfigError, match="imitation must be a finite number >= 0"):
+        preset("tiny", imitation=float("inf"))
+    with pytest.raises(ConfigError, match="imitation_accel_weight must be a finite number >= 0"):
         preset("tiny", imitation=1.0, imitation_accel_weight=-0.5)
     with pytest.raises(ConfigError, match="imitation_caution must be a finite number > 0"):
         preset("tiny", imitation=1.0, imitation_caution=0.0)
@@ -321,6 +325,8 @@ def test_imitation_settings_are_checked():
     for power in (-1.0, 5.0, float("nan")):
         with pytest.raises(ConfigError, match="imitation_grip_power must be in"):
             preset("tiny", imitation=1.0, imitation_grip_power=power)
+    with pytest.raises(ConfigError, match="set --imitation W > 0"):
+        preset("tiny", imitation_grip_power=2.0)
     with pytest.raises(ConfigError, match="--device cpu"):
         preset("tiny", imitation=1.0, device="cuda")
     assert preset("tiny").imitation == 0.0
