@@ -212,3 +212,21 @@ def imitation_loss(loc: Tensor, expert_action: Tensor, *, accel_weight: float = 
             raise ValueError("imitation_loss with grip_power > 0 needs the labels' grip")
         pedal = pedal * grip.to(loc.dtype).reshape(-1).clamp_min(GRIP_FLOOR).pow(-grip_power)
     return (sq[:, 0] + pedal * sq[:, 1]).mean()
+
+
+@torch.no_grad()
+def imitation_errors(loc: Tensor, expert_action: Tensor) -> dict[str, Tensor]:
+    """The unweighted mean squared error of each action axis from the expert's (diagnostics).
+
+    Logged beside ``loss_imitation`` (which carries the pedal's weights), so runs with different
+    weights compare, and a weight that helps one axis can be seen to cost the other.
+
+    Args:
+        loc: ``(B, 2)`` the actor's pre-squash mean (its action is ``tanh(loc)``).
+        expert_action: ``(B, 2)`` the expert's ``[steer, accel]`` in ``[-1, 1]``.
+
+    Returns:
+        ``imitation_steer_mse`` and ``imitation_pedal_mse``: scalars [action units^2].
+    """
+    sq = (torch.tanh(loc) - expert_action.to(loc.dtype)).square().mean(dim=0)
+    return {"imitation_steer_mse": sq[0], "imitation_pedal_mse": sq[1]}

@@ -426,7 +426,13 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext
         advantage(data)
     imitate = config.imitation > 0
     if imitate:
-        from policies.imitation import EXPERT_ACTION, EXPERT_GRIP, ActorPass, imitation_loss
+        from policies.imitation import (
+            EXPERT_ACTION,
+            EXPERT_GRIP,
+            ActorPass,
+            imitation_errors,
+            imitation_loss,
+        )
 
         if actor_net is None:
             raise ValueError("_update with config.imitation > 0 needs actor_net")
@@ -436,7 +442,7 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext
     flat = data.reshape(-1).select(*keys)  # minibatches copy only these
     sums: dict[str, float] = {"loss_objective": 0.0, "loss_critic": 0.0, "loss_entropy": 0.0}
     if imitate:
-        sums["loss_imitation"] = 0.0
+        sums.update(loss_imitation=0.0, imitation_steer_mse=0.0, imitation_pedal_mse=0.0)
     steps = 0
     params = list(loss_fn.parameters())
     actor_weight = 0.0 if critic_only else 1.0
@@ -448,8 +454,10 @@ def _update(config: PPOConfig, data, advantage, loss_fn, optim, ctx: DistContext
                 with update_autocast(config, flat.device.type):
                     losses = minibatch_loss(loss_fn, minibatch, ctx)
                     if imitate:  # on the loss's own actor pass (no second forward)
+                        loc = actor_pass.take(idx.numel())
+                        losses.update(imitation_errors(loc, minibatch[EXPERT_ACTION]))
                         losses["loss_imitation"] = imitation_loss(
-                            actor_pass.take(idx.numel()),
+                            loc,
                             minibatch[EXPERT_ACTION],
                             accel_weight=config.imitation_accel_weight,
                             caution=config.imitation_caution,

@@ -17,6 +17,7 @@ from policies.imitation import (  # noqa: E402
     EXPERT_GRIP,
     GRIP_FLOOR,
     ExpertLabels,
+    imitation_errors,
     imitation_loss,
 )
 from policies.networks import ActorNet, RunningNorm  # noqa: E402
@@ -257,6 +258,38 @@ def test_training_passes_the_pedal_weight_to_the_term(tmp_path):
             result = train(cfg, tmp_path / f"w{weight}", progress=False)
         first[weight] = result.history[0]["loss_imitation"]
     assert first[0.0] < 0.9 * first[1.0], first
+
+
+def test_training_logs_each_axis_error_beside_the_weighted_term(tmp_path):
+    """``imitation_steer_mse`` and ``imitation_pedal_mse`` are the unweighted per-axis errors.
+
+    Unweighted, the term is their sum; with the grip weight the term grows and the two stay the
+    plain errors. Checked: with the two axes swapped in :func:`imitation_errors`, or the pedal's
+    weights applied to its logged error, it fails.
+    """
+    from policies.ppo import train
+
+    rows = {}
+    for power in (0.0, 2.0):
+        cfg = preset("tiny", num_envs=16, rollout_steps=8, total_frames=16 * 8, minibatch_size=64,
+                     imitation=10.0, imitation_grip_power=power, eval_every=0,
+                     checkpoint_every=0)  # fmt: skip
+        with one_torch_thread():
+            rows[power] = train(cfg, tmp_path / f"p{power}", progress=False).history[0]
+    plain = rows[0.0]
+    total = plain["imitation_steer_mse"] + plain["imitation_pedal_mse"]
+    assert plain["loss_imitation"] == pytest.approx(total, rel=1e-5)
+    assert plain["imitation_steer_mse"] != pytest.approx(plain["imitation_pedal_mse"], rel=1e-3)
+    torch.manual_seed(0)
+    loc, label = torch.randn(32, 2), torch.rand(32, 2) * 2 - 1
+    errors = imitation_errors(loc, label)
+    sq = (torch.tanh(loc) - label).square().mean(dim=0)
+    assert float(errors["imitation_steer_mse"]) == pytest.approx(float(sq[0]))
+    assert float(errors["imitation_pedal_mse"]) == pytest.approx(float(sq[1]))
+    weighted = rows[2.0]
+    assert weighted["loss_imitation"] >= (
+        weighted["imitation_steer_mse"] + weighted["imitation_pedal_mse"]
+    ) * (1 - 1e-5)
 
 
 def test_the_term_rides_on_the_ppo_loss_own_actor_pass():
