@@ -241,22 +241,24 @@ def test_training_passes_the_caution_to_the_term(tmp_path, monkeypatch):
     assert {call.get("caution", 1.0) for call in seen} == {4.0}, seen
 
 
+def _first_update(out_dir, **settings) -> dict:
+    """The logged row of the first update of a one-iteration ``tiny`` run with the teacher."""
+    from policies.ppo import train
+
+    cfg = preset("tiny", num_envs=16, rollout_steps=8, total_frames=16 * 8, minibatch_size=64,
+                 imitation=10.0, eval_every=0, checkpoint_every=0, **settings)  # fmt: skip
+    with one_torch_thread():
+        return train(cfg, out_dir, progress=False).history[0]
+
+
 def test_training_passes_the_pedal_weight_to_the_term(tmp_path):
     """The update uses ``imitation_accel_weight``.
 
     With 0 the first update's logged term is the steering part alone, below the same run's term
     with both axes (same seed, same data). Checked: it fails with the weight not passed on.
     """
-    from policies.ppo import train
-
-    first = {}
-    for weight in (0.0, 1.0):
-        cfg = preset("tiny", num_envs=16, rollout_steps=8, total_frames=16 * 8, minibatch_size=64,
-                     imitation=10.0, imitation_accel_weight=weight, eval_every=0,
-                     checkpoint_every=0)  # fmt: skip
-        with one_torch_thread():
-            result = train(cfg, tmp_path / f"w{weight}", progress=False)
-        first[weight] = result.history[0]["loss_imitation"]
+    first = {w: _first_update(tmp_path / f"w{w}", imitation_accel_weight=w)["loss_imitation"]
+             for w in (0.0, 1.0)}  # fmt: skip
     assert first[0.0] < 0.9 * first[1.0], first
 
 
@@ -267,15 +269,7 @@ def test_training_logs_each_axis_error_beside_the_weighted_term(tmp_path):
     plain errors. Checked: with the two axes swapped in :func:`imitation_errors`, or the pedal's
     weights applied to its logged error, it fails.
     """
-    from policies.ppo import train
-
-    rows = {}
-    for power in (0.0, 2.0):
-        cfg = preset("tiny", num_envs=16, rollout_steps=8, total_frames=16 * 8, minibatch_size=64,
-                     imitation=10.0, imitation_grip_power=power, eval_every=0,
-                     checkpoint_every=0)  # fmt: skip
-        with one_torch_thread():
-            rows[power] = train(cfg, tmp_path / f"p{power}", progress=False).history[0]
+    rows = {p: _first_update(tmp_path / f"p{p}", imitation_grip_power=p) for p in (0.0, 2.0)}
     plain = rows[0.0]
     total = plain["imitation_steer_mse"] + plain["imitation_pedal_mse"]
     assert plain["loss_imitation"] == pytest.approx(total, rel=1e-5)
