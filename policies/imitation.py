@@ -62,7 +62,6 @@ class ExpertLabels(Transform):
         self.seed = int(seed)
         self._expert: Any = None
         self._label: Tensor | None = None
-        self._grip: Tensor | None = None
 
     @property
     def _core(self) -> Any:
@@ -81,15 +80,15 @@ class ExpertLabels(Transform):
         action = self._expert.act(ego, sample, core.task).to(torch.float32)
         return action, sample.mu.mean(dim=-1).to(torch.float32)
 
-    def _write(self, out: TensorDictBase) -> TensorDictBase:
+    def _write(self, out: TensorDictBase, grip: Tensor) -> TensorDictBase:
         out.set(EXPERT_ACTION, self._label.to(out.device))
-        out.set(EXPERT_GRIP, self._grip.to(out.device))
+        out.set(EXPERT_GRIP, grip.to(out.device))
         return out
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase
               ) -> TensorDictBase:  # fmt: skip
-        self._label, self._grip = self._act()
-        return self._write(next_tensordict)
+        self._label, grip = self._act()
+        return self._write(next_tensordict, grip)
 
     def _reset(self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
                ) -> TensorDictBase:  # fmt: skip
@@ -102,14 +101,13 @@ class ExpertLabels(Transform):
         mask = torch.ones(n, dtype=torch.bool) if mask is None else mask.reshape(n).cpu()
         self._expert.reset(mask)
         kept = self._expert.integral.clone()
-        fresh, fresh_grip = self._act()
-        # the other cars' integrals, labels and grips as the step left them
+        fresh, grip = self._act()
+        # the other cars' integrals and labels as the step left them (the grip has no memory:
+        # it is the layout's friction under each car's wheels now, the same for the others)
         self._expert.integral = torch.where(mask, self._expert.integral, kept)
         old = fresh if self._label is None else self._label
-        old_grip = fresh_grip if self._grip is None else self._grip
         self._label = torch.where(mask[:, None], fresh, old)
-        self._grip = torch.where(mask, fresh_grip, old_grip)
-        return self._write(tensordict_reset)
+        return self._write(tensordict_reset, grip)
 
     def transform_observation_spec(self, observation_spec):
         """The env's observation spec with the labels added.
