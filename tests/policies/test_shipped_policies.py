@@ -16,12 +16,13 @@ from policies.config import config_to_dict, preset
 MAX_BYTES = 2 * 1024 * 1024
 #: the shipped ensembles' member counts (README, "Results of the shipped policies"); absent: a
 #: single policy
-SHIPPED_MEMBERS = {"ddm": 5, "trans": 5, "dytr": 6, "oracle": 3}
+SHIPPED_MEMBERS = {"ddm": 5, "trans": 5, "dytr": 6, "oracle": 6}
 #: the recipes a shipped ensemble's members were trained with, as (preset, settings that differ
 #: from it); absent: the policy's own preset. The taught recipe (README, "Results of the shipped
 #: policies") is the dytr preset's pool and starts with the scripted expert as a teacher: ddm
 #: through ddm_slow_starts (the same settings on ddm), trans and oracle as the dytr preset with
 #: the backend or the observation changed. dytr: three seeds of its preset and three taught.
+#: oracle: three taught seeds and three taught with the pedal error weighed by the grip (round 40).
 #: the shipped ddm's members trained in an ensemble of three ddm distillation seeds (the expert data
 #: plus four policy-rollout sets): seeds 0-2 name them in their records by the paths they had on
 #: the training machine, seeds 3-4 (round 35) by their shipped set name, ddm:ice; the same files
@@ -49,7 +50,10 @@ MEMBER_PRESETS = {
     ),  # fmt: skip
     "trans": (("dytr", {"backend": "trans", "imitation": 10.0}),),
     "dytr": (("dytr", {}), ("dytr", {"imitation": 10.0})),
-    "oracle": (("dytr", {"obs_mode": "oracle", "imitation": 10.0}),),
+    "oracle": (
+        ("dytr", {"obs_mode": "oracle", "imitation": 10.0}),
+        ("dytr", {"obs_mode": "oracle", "imitation": 10.0, "imitation_grip_power": 2.0}),
+    ),
 }
 #: what the members of a shipped ensemble may vary: the seed
 ENSEMBLE_VARIES = {"seed"}
@@ -129,6 +133,17 @@ def test_the_shipped_ddm_trained_in_the_shipped_ice_models():
     for name in ("trans", "dytr", "oracle", "bicycle"):
         policy = load_policy(shipped_policy(name))
         assert training_dynamics(policy.meta) == (policy.backend,)
+
+
+def test_the_shipped_oracle_steers_with_its_plain_members_and_pedals_with_the_grip_weighted():
+    """The oracle's steering is the mean of its three plain taught members, its pedals of the three
+    taught with ``imitation_grip_power = 2`` (README, experiments.md round 40)."""
+    policy = load_policy(shipped_policy("oracle"))
+    powers = [m.get("imitation_grip_power", 0.0) for m in policy.meta["member_training"]]
+    assert powers == [0.0, 0.0, 0.0, 2.0, 2.0, 2.0]
+    third = 1.0 / 3.0
+    expected = torch.tensor([[third, 0.0]] * 3 + [[0.0, third]] * 3)
+    torch.testing.assert_close(policy.actor.axis_weights, expected)
 
 
 def test_unknown_shipped_policy_lists_the_shipped_ones():
