@@ -136,8 +136,11 @@ def test_the_shipped_ddm_trained_in_the_shipped_ice_models():
 
 
 def test_the_shipped_oracle_steers_with_its_plain_members_and_pedals_with_the_grip_weighted():
-    """The oracle's steering is the mean of its three plain taught members, its pedals of the three
-    taught with ``imitation_grip_power = 2`` (README, experiments.md round 40)."""
+    """The shipped oracle splits its action axes between two groups of taught members.
+
+    Its steering is the mean of its three plain taught members, its pedals the mean of the three
+    taught with ``imitation_grip_power = 2`` (README, experiments.md round 40).
+    """
     policy = load_policy(shipped_policy("oracle"))
     powers = [m.get("imitation_grip_power", 0.0) for m in policy.meta["member_training"]]
     assert powers == [0.0, 0.0, 0.0, 2.0, 2.0, 2.0]
