@@ -14,10 +14,11 @@ distilled model the policy trained in:
 * lets the policy drive the same lap closed loop: where its actions part from the
   high-fidelity ones is where the policy saw something else.
 
-The laps start from rest at the line (as ``s3 evaluate`` and ``s3 gap`` drive them). The
-stand-in's reset takes one neutral step before the first observation (the teleport's step,
-:mod:`policies.evaluate_model`) and the distilled env's does not, so the replay runs 50 ms ahead
-of a car that is at rest then: negligible against the seconds over which the traces part.
+The laps start from rest at the line (as ``s3 evaluate`` and ``s3 gap`` drive them). Action
+``k`` of the recording is replayed as the replay's action ``k``; the stand-in's reset also takes
+one neutral step at rest before the first observation (the teleport's step,
+:mod:`policies.evaluate_model`), which the distilled env's does not, so the car the replay starts
+is the same car at rest.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 
 from gym_s3.errors import ConfigError
 from gym_s3.spec import CONTROL_DT_S
-from policies.checkpoint import Policy, training_dynamics
+from policies.checkpoint import Policy
 from policies.evaluate import RunResult, run_episode
 
 __all__ = ["ActionReplay", "LapReplay", "ModelReplay", "replay_lap", "replay_rows"]
@@ -120,27 +121,38 @@ def replay_lap(
         surface: the lap surface (a base surface or a transition such as ``"asphalt>ice"``).
         ice_patches: ice patches on the lap [count].
         seed: the patch placement and episode seed.
-        models: distilled models of the policy's backend (default: those it trained in,
-            :func:`policies.checkpoint.training_dynamics`).
-        max_steps: cap on the high-fidelity lap's steps.
+        models: distilled models of the policy's backend: paths, the backend's name (its
+            shipped model) or shipped sets such as ``"ddm:ice"`` (default: those it trained in
+            where its record names ones that can be found, else the backend's shipped model;
+            :func:`policies.gap.distilled_models`).
+        max_steps: cap on the high-fidelity lap's steps (at least 1).
         extra_s: the distilled closed-loop drive goes on this long past the high-fidelity lap's
             end [s] (the replay stops with the recorded actions).
         fast: the high-fidelity physics in float32 through ``torch.compile`` (as ``s3 evaluate``
             gives the stand-in); ``False``: the float64 eager reference.
     """
+    from gym_s3.dynamics.io import shipped_name
     from gym_s3.tracks.lap_layouts import lap_layout
     from gym_s3.tracks.registry import cached_track
-    from policies.evaluate_distilled import distilled_lap_env
+    from policies.evaluate_distilled import distilled_lap_env, lap_backend
     from policies.evaluate_model import evaluate_model, lap_grid
+    from policies.gap import distilled_models
 
+    if max_steps is not None and max_steps < 1:
+        raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
+    if extra_s < 0:
+        raise ConfigError(f"extra_s must be >= 0 s, got {extra_s}")
+    chosen = distilled_models(policy, policy.backend, models)
+    for model in chosen:  # a model of another backend is refused before any lap is driven
+        lap_backend(policy.backend, None if model == policy.backend else model)
+    layout = lap_layout(cached_track(track), surface, ice_patches, seed)  # checks the lap first
     grid = lap_grid([track], [surface], [ice_patches])
     (highfi,) = evaluate_model([(policy.backend, policy)], grid, seed=seed, max_steps=max_steps,
                                expert=False, fast=fast, progress=False)  # fmt: skip
     steps = len(highfi.actions)
-    layout = lap_layout(cached_track(track), surface, ice_patches, seed)
     condition = {"track": track, "surface": surface, "ice_patches": ice_patches}
     drives = []
-    for model in models or training_dynamics(policy.meta):
+    for model in chosen:
         checkpoint = None if model == policy.backend else model
         runs = []
         for driver, cap in (
@@ -155,34 +167,47 @@ def replay_lap(
                                         condition=condition, seed=seed, max_steps=cap))  # fmt: skip
             finally:
                 env.close()
-        drives.append(ModelReplay(str(model), *runs))
+        drives.append(ModelReplay(shipped_name(model) or str(model), *runs))
     return LapReplay(highfi, tuple(drives))
 
 
-def replay_rows(lap: LapReplay, model: ModelReplay, every_s: float = 1.0) -> list[dict[str, float]]:
+def replay_rows(lap: LapReplay, model: ModelReplay, every_s: float = 1.0) -> list[dict[str, Any]]:
     """The traces of one model's drives beside the high-fidelity lap, every ``every_s`` seconds.
 
-    Each row: time ``t`` [s]; the high-fidelity arc length ``s_highfi`` [m], speed
-    ``v_highfi`` [m/s], cross-track error ``cte_highfi`` [m], pedal ``accel_highfi`` and steering
-    ``steer_highfi`` [1]; the replay's ``v_replay`` and ``cte_replay``; the closed loop's
-    ``s_closed``, ``v_closed``, ``cte_closed``, ``accel_closed`` and ``steer_closed``.
+    Row ``k`` is the state at the end of control step ``k`` (time ``t = (k + 1) * 50 ms`` [s])
+    and the action given at that step: the high-fidelity arc length ``s_highfi`` [m], speed
+    ``v_highfi`` [m/s], cross-track error ``cte_highfi`` [m] (+ left), pedal ``accel_highfi`` and
+    steering ``steer_highfi`` [1]; the replay's ``v_replay`` and ``cte_replay``; the closed
+    loop's ``s_closed``, ``v_closed``, ``cte_closed``, ``accel_closed`` and ``steer_closed``. The
+    rows run to the longest of the three drives; a drive that has ended gives ``None``.
     """
     if every_s <= 0:
         raise ConfigError(f"every_s must be positive, got {every_s}")
     hf, rep, closed = lap.highfi, model.replay, model.closed_loop
+
+    def at(run: RunResult, k: int, trace: str, column: int | None = None) -> float | None:
+        values = getattr(run, trace)
+        if k >= len(values):
+            return None
+        return float(values[k] if column is None else values[k, column])
+
     stride = max(1, round(every_s / CONTROL_DT_S))
-    rows = []
-    for k in range(0, len(hf.speed), stride):
-        r, c = min(k, len(rep.speed) - 1), min(k, len(closed.speed) - 1)
-        rows.append({
-            "t": k * CONTROL_DT_S,
-            "s_highfi": float(hf.s[k]), "v_highfi": float(hf.speed[k]),
-            "cte_highfi": float(hf.cte[k]),
-            "accel_highfi": float(hf.actions[k, 1]), "steer_highfi": float(hf.actions[k, 0]),
-            "v_replay": float(rep.speed[r]), "cte_replay": float(rep.cte[r]),
-            "s_closed": float(closed.s[c]), "v_closed": float(closed.speed[c]),
-            "cte_closed": float(closed.cte[c]),
-            "accel_closed": float(closed.actions[c, 1]),
-            "steer_closed": float(closed.actions[c, 0]),
-        })  # fmt: skip
-    return rows
+    longest = max(len(hf.speed), len(rep.speed), len(closed.speed))
+    return [
+        {
+            "t": (k + 1) * CONTROL_DT_S,
+            "s_highfi": at(hf, k, "s"),
+            "v_highfi": at(hf, k, "speed"),
+            "cte_highfi": at(hf, k, "cte"),
+            "accel_highfi": at(hf, k, "actions", 1),
+            "steer_highfi": at(hf, k, "actions", 0),
+            "v_replay": at(rep, k, "speed"),
+            "cte_replay": at(rep, k, "cte"),
+            "s_closed": at(closed, k, "s"),
+            "v_closed": at(closed, k, "speed"),
+            "cte_closed": at(closed, k, "cte"),
+            "accel_closed": at(closed, k, "actions", 1),
+            "steer_closed": at(closed, k, "actions", 0),
+        }  # fmt: skip
+        for k in range(0, longest, stride)
+    ]

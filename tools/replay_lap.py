@@ -5,7 +5,8 @@ Drives the policy's lap in the stand-in's high-fidelity vehicle model (batched i
 exactly those actions open loop and lets the policy drive the same lap closed loop. Prints, every
 ``--every`` seconds, the high-fidelity speed and cross-track error beside the replay's (the
 model's own error on the policy's actions) and the closed loop's (where the policy's choices part),
-with both drives' pedal and steering; ``--out`` also writes them as JSON.
+with both drives' pedal (+ throttle) and steering (+ right) [1]; cte is + left of the line. A
+drive that has ended shows ``-``. ``--out`` also writes the rows as JSON (``null`` there).
 
     python tools/replay_lap.py ddm --track town:4001 --surface ice
 """
@@ -27,12 +28,12 @@ from policies.replay import replay_lap, replay_rows
 COLUMNS = (
     ("t [s]", "t", "{:.1f}"),
     ("s high-fi [m]", "s_highfi", "{:.1f}"),
-    ("v high-fi", "v_highfi", "{:.2f}"),
-    ("v replay", "v_replay", "{:.2f}"),
-    ("v closed", "v_closed", "{:.2f}"),
-    ("cte high-fi", "cte_highfi", "{:+.2f}"),
-    ("cte replay", "cte_replay", "{:+.2f}"),
-    ("cte closed", "cte_closed", "{:+.2f}"),
+    ("v high-fi [m/s]", "v_highfi", "{:.2f}"),
+    ("v replay [m/s]", "v_replay", "{:.2f}"),
+    ("v closed [m/s]", "v_closed", "{:.2f}"),
+    ("cte high-fi [m]", "cte_highfi", "{:+.2f}"),
+    ("cte replay [m]", "cte_replay", "{:+.2f}"),
+    ("cte closed [m]", "cte_closed", "{:+.2f}"),
     ("accel high-fi", "accel_highfi", "{:+.3f}"),
     ("accel closed", "accel_closed", "{:+.3f}"),
     ("steer high-fi", "steer_highfi", "{:+.3f}"),
@@ -51,13 +52,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ice-patches", type=int, default=0, help="ice patches on the lap [count]")
     p.add_argument("--seed", type=int, default=0, help="seed of the lap (patch placement, reset)")
     p.add_argument("--models", nargs="+", default=None,
-                   help="distilled models of the policy's backend (paths or backend names); "
-                   "none: the models the policy trained in")  # fmt: skip
+                   help="distilled models of the policy's backend: paths, the backend's "
+                   "name or shipped sets such as ddm:ice; none: those it trained in")  # fmt: skip
     p.add_argument("--max-steps", type=int, default=None,
                    help="cap on the high-fidelity lap [50-ms steps]; none: all")  # fmt: skip
     p.add_argument("--every", type=float, default=1.0, help="table row spacing [s]")
     p.add_argument("--out", type=Path, default=None, help="also write the rows to this JSON file")
     args = p.parse_args(argv)
+    if args.every <= 0:
+        p.error(f"--every must be a positive number of seconds, got {args.every:g}")
+    if args.max_steps is not None and args.max_steps < 1:
+        p.error(f"--max-steps must be at least 1, got {args.max_steps}")
     console = result_console()
     try:
         name, policy = resolve_policy(args.policy)
@@ -77,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         for column, _, _ in COLUMNS:
             table.add_column(column, justify="right")
         for row in tables[drive.model]:
-            table.add_row(*(fmt.format(row[key]) for _, key, fmt in COLUMNS))
+            table.add_row(*("-" if row[key] is None else fmt.format(row[key])
+                            for _, key, fmt in COLUMNS))  # fmt: skip
         console.print(table)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

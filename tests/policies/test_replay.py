@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gym_s3.errors import ConfigError
+from gym_s3.errors import CheckpointError, ConfigError
 from gym_s3.tracks.lap_layouts import lap_layout
 from gym_s3.tracks.registry import cached_track
 from policies.checkpoint import load_policy, shipped_policy
-from policies.evaluate import run_episode
+from policies.evaluate import RunResult, run_episode
 from policies.evaluate_distilled import distilled_lap_env
-from policies.replay import ActionReplay, replay_lap, replay_rows
+from policies.replay import ActionReplay, LapReplay, ModelReplay, replay_lap, replay_rows
 
 TRACK = "procedural:201"
 
@@ -75,11 +75,46 @@ def test_the_ddm_model_replays_a_dry_standing_start_of_the_high_fidelity_car():
     assert lap.highfi.speed[-1] > 3.0  # the car got going: a real standing start
     assert drive.replay.speed[-1] == pytest.approx(lap.highfi.speed[-1], rel=0.15)
     np.testing.assert_allclose(drive.closed_loop.actions[0], lap.highfi.actions[0], atol=0.05)
-    rows = replay_rows(lap, drive, every_s=1.0)
-    assert [r["t"] for r in rows] == pytest.approx([0.0, 1.0, 2.0])
-    assert rows[-1]["v_replay"] == pytest.approx(float(drive.replay.speed[40]))
     with pytest.raises(ConfigError, match="every_s"):
         replay_rows(lap, drive, every_s=0.0)
+
+
+def _run(speed: list[float]) -> RunResult:
+    """A drive whose step ``k`` ends at speed ``speed[k]`` (action ``[k / 10, -k / 10]``)."""
+    k = np.arange(len(speed), dtype=float)
+    n = len(speed)
+    return RunResult(env="e", condition={}, metrics={}, terminated_by="off_track",
+                     trajectory=np.zeros((n, 2)), cte=k / 100, s=k, speed=np.array(speed),
+                     target=np.zeros(n), actions=np.stack([k / 10, -k / 10], axis=1))  # fmt: skip
+
+
+def test_replay_rows_line_up_by_step_and_leave_ended_drives_blank():
+    """Row k pairs step k of every drive at t = (k + 1) 50 ms; ended drives give None."""
+    highfi, replay, closed = _run([1.0, 2.0, 3.0, 4.0]), _run([1.5, 2.5]), _run([0.5] * 6)
+    lap = LapReplay(highfi, (ModelReplay("m", replay, closed),))
+    rows = replay_rows(lap, lap.models[0], every_s=0.1)  # every second step
+    assert [r["t"] for r in rows] == pytest.approx([0.05, 0.15, 0.25])
+    assert [r["v_highfi"] for r in rows] == [1.0, 3.0, None]
+    assert [r["v_replay"] for r in rows] == [1.5, None, None]
+    assert [r["v_closed"] for r in rows] == [0.5, 0.5, 0.5]
+    assert rows[1]["accel_highfi"] == pytest.approx(-0.2) and rows[1]["steer_highfi"] == 0.2
+    assert rows[2]["s_closed"] == 4.0 and rows[2]["cte_replay"] is None
+
+
+def test_replay_lap_refuses_bad_input_before_driving_and_names_shipped_models():
+    """Bad input is refused before any lap is driven; shipped sets keep their names.
+
+    A step cap below 1 and another backend's model are refused first; a shipped set is expanded
+    and its models are named by their shipped names.
+    """
+    policy = load_policy(shipped_policy("ddm"))
+    with pytest.raises(ConfigError, match="max_steps"):
+        replay_lap(policy, track=TRACK, surface="asphalt", max_steps=0)
+    with pytest.raises(CheckpointError, match="holds a 'trans' backend"):
+        replay_lap(policy, track=TRACK, surface="asphalt", models=["trans"], max_steps=5)
+    lap = replay_lap(policy, track=TRACK, surface="asphalt", models=["ddm:ice"], max_steps=5,
+                     extra_s=0.0, fast=False)  # fmt: skip
+    assert [m.model for m in lap.models] == ["ddm:ice/s0", "ddm:ice/s1", "ddm:ice/s2"]
 
 
 def test_replay_lap_tool_prints_the_traces_and_writes_json(tmp_path):
@@ -94,7 +129,7 @@ def test_replay_lap_tool_prints_the_traces_and_writes_json(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "S3Distilled-v0 model ddm" in run.stdout and "wrote" in run.stdout
     report = json.loads(out.read_text())
-    assert report["models"][0]["model"] == "ddm" and len(report["models"][0]["rows"]) == 2
+    assert report["models"][0]["model"] == "ddm" and len(report["models"][0]["rows"]) >= 2
     bad = subprocess.run([sys.executable, str(tool), "ddm", "--track", "nowhere:1"],
                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
     assert bad.returncode == 2 and "nowhere" in bad.stderr
