@@ -135,15 +135,27 @@ def test_the_shipped_ddm_trained_in_the_shipped_ice_models():
         assert training_dynamics(policy.meta) == (policy.backend,)
 
 
+#: the weights hashes of the oracle's three steering members: the three taught seeds shipped as
+#: the oracle until round 40 (``git show 08d474e:policies/assets/oracle.json``, member_sources)
+ORACLE_STEERING_SHA256 = (
+    "4917fbcf88534defe12661749eb0bd791d1f825383eb61db6909f3f8b7af6ed3",
+    "157024ca9edb22290a27926d1d904e1403c9c2cf2716a2c964adc22260dfcc3b",
+    "6b4f224983d926780924ae1fb2a9b9677e2b5dc1b50e1f4f2513fc813484c601",
+)
+
+
 def test_the_shipped_oracle_steers_with_its_plain_members_and_pedals_with_the_grip_weighted():
     """The shipped oracle splits its action axes between two groups of taught members.
 
-    Its steering is the mean of its three plain taught members, its pedals the mean of the three
-    taught with ``imitation_grip_power = 2`` (README, experiments.md round 40).
+    Its steering is the mean of its three plain taught members' pre-squash outputs (the previous
+    oracle's three), its pedals that of the three taught with ``imitation_grip_power = 2``
+    (README, experiments.md round 40).
     """
     policy = load_policy(shipped_policy("oracle"))
     powers = [m.get("imitation_grip_power", 0.0) for m in policy.meta["member_training"]]
     assert powers == [0.0, 0.0, 0.0, 2.0, 2.0, 2.0]
+    sources = [m["sha256"] for m in policy.meta["member_sources"]]
+    assert tuple(sources[:3]) == ORACLE_STEERING_SHA256
     third = 1.0 / 3.0
     expected = torch.tensor([[third, 0.0]] * 3 + [[0.0, third]] * 3)
     torch.testing.assert_close(policy.actor.axis_weights, expected)
