@@ -1,6 +1,7 @@
 """Command-line options shared by the lap commands, and the way to BeamNG.tech.
 
-The lap options serve ``s3 evaluate`` and ``s3 gap``; the BeamNG.tech connection serves
+The lap options serve ``s3 evaluate`` and ``s3 gap``, the one-lap options the probes in
+``tools/`` (``stall_probe.py``, ``replay_lap.py``); the BeamNG.tech connection serves
 ``s3 evaluate --beamng`` and ``s3 rollouts --simulator beamng``.
 
 Kept apart from :mod:`policies.cli` so that each command module can use them without the two
@@ -77,6 +78,16 @@ def add_lap_options(p: Any, *, surfaces: str, ice_patches: str, ensemble: bool =
         help="lap time limit [s] (default: twice the reference lap time of the friction-aware "
         "target speeds on each surface layout, e.g. about 236 s on dry Putnam, 644 s on ice)",
     )
+
+
+def add_one_lap_options(p: Any, *, track: str, surface: str) -> None:
+    """The policy and the one lap a probe drives: track, surface, ice patches, seed."""
+    p.add_argument("policy", help="shipped policy name or checkpoint path")
+    p.add_argument("--track", default=track, help="track of the lap")
+    p.add_argument("--surface", default=surface,
+                   help="lap surface: a base surface, or a transition ('asphalt>ice')")  # fmt: skip
+    p.add_argument("--ice-patches", type=int, default=0, help="ice patches on the lap [count]")
+    p.add_argument("--seed", type=int, default=0, help="seed of the lap (patch placement, reset)")
 
 
 def add_beamng_options(p: Any, *, when: str) -> Any:

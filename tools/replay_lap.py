@@ -22,6 +22,7 @@ from rich.table import Table
 from gym_s3.errors import S3Error
 from gym_s3.progress import result_console
 from policies.checkpoint import resolve_policy
+from policies.lap_options import add_one_lap_options
 from policies.replay import replay_lap, replay_rows
 
 #: (column, row key, format) of the printed table
@@ -45,12 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     """Replay the lap; exit status 0 (2 on bad input)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
-    p.add_argument("policy", help="shipped policy name or checkpoint path")
-    p.add_argument("--track", default="town:4001", help="track of the lap")
-    p.add_argument("--surface", default="ice",
-                   help="lap surface: a base surface, or a transition ('asphalt>ice')")  # fmt: skip
-    p.add_argument("--ice-patches", type=int, default=0, help="ice patches on the lap [count]")
-    p.add_argument("--seed", type=int, default=0, help="seed of the lap (patch placement, reset)")
+    add_one_lap_options(p, track="town:4001", surface="ice")
     p.add_argument("--models", nargs="+", default=None,
                    help="distilled models of the policy's backend: paths, the backend's "
                    "name or shipped sets such as ddm:ice; none: those it trained in")  # fmt: skip

@@ -25,6 +25,7 @@ from gym_s3.spec import CONTROL_DT_S
 from policies.checkpoint import Policy, resolve_policy
 from policies.evaluate import beamng_lap_env, simulator
 from policies.evaluate_distilled import distilled_lap_env
+from policies.lap_options import add_one_lap_options
 from policies.probes import Stall, expert_action_at, find_stall, probe_stall
 
 
@@ -32,12 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the probe; exit status 0 (1 when the car never stalled, 2 on bad input)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
-    p.add_argument("policy", help="shipped policy name or checkpoint path")
-    p.add_argument("--track", default="town:52", help="track of the lap")
-    p.add_argument("--surface", default="ice",
-                   help="lap surface (a base surface, or 'asphalt>ice')")  # fmt: skip
-    p.add_argument("--ice-patches", type=int, default=0, help="ice patches on the lap [count]")
-    p.add_argument("--seed", type=int, default=0, help="seed of the lap (patch placement, reset)")
+    add_one_lap_options(p, track="town:52", surface="ice")
     p.add_argument("--backend", default=None,
                    help="dynamics backend of S3Distilled-v0; none: the policy's own")  # fmt: skip
     p.add_argument("--simulator", choices=("distilled", "standin"), default="distilled",
