@@ -91,6 +91,16 @@ def register(subparsers: Any) -> None:
         "of full lock with the speed capped at 0.5-4 m/s and a held pedal, the walking-pace "
         "corner a policy stalls in on ice (0: off, the default dataset)",
     )
+    gen.add_argument(
+        "--launch-rate",
+        type=float,
+        default=0.0,
+        metavar="PER_MIN",
+        help="rate of the expert's launch perturbation [events per minute]: 2-6 s of a held "
+        "throttle of 0.1-1.0 while the car is at or below 4 m/s, standing starts with wheel "
+        "spin on low friction, which the expert's own throttle (a share of the friction) never "
+        "gives (0: off, the default dataset)",
+    )
     gen.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     gen.set_defaults(func=run_generate)
 
@@ -125,19 +135,20 @@ def register(subparsers: Any) -> None:
     rec.set_defaults(func=run_recover)
 
 
-def with_lock_crawl(config: Any, rate_per_min: float) -> Any:
-    """``config`` (a :class:`GenerateConfig`) with the expert's ``lock_crawl`` at this rate."""
+def with_event_rate(config: Any, event: str, rate_per_min: float) -> Any:
+    """``config`` (a :class:`GenerateConfig`) with the expert's ``event`` at this rate [1/min]."""
     from dataclasses import replace
 
     from gym_s3.errors import ConfigError
 
+    option = "--" + event.replace("_", "-") + "-rate"
     if not 0.0 <= rate_per_min < float("inf"):
         raise ConfigError(
-            f"--lock-crawl-rate must be a finite rate >= 0 [events per minute], got {rate_per_min}"
+            f"{option} must be a finite rate >= 0 [events per minute], got {rate_per_min}"
         )
     perturbations = config.expert.perturbations
-    lock = replace(perturbations.lock_crawl, rate_per_min=rate_per_min)
-    expert = replace(config.expert, perturbations=replace(perturbations, lock_crawl=lock))
+    changed = replace(getattr(perturbations, event), rate_per_min=rate_per_min)
+    expert = replace(config.expert, perturbations=replace(perturbations, **{event: changed}))
     return replace(config, expert=expert)
 
 
@@ -149,8 +160,10 @@ def run_generate(args: argparse.Namespace) -> int:
     config = preset(args.preset, cars=args.cars, waves=args.waves, episode_s=args.episode_s,
                     procedural_tracks=args.procedural_tracks, town_routes=args.town_routes,
                     threads=args.threads)  # fmt: skip
-    if args.lock_crawl_rate != 0.0:
-        config = with_lock_crawl(config, args.lock_crawl_rate)
+    for event in ("lock_crawl", "launch"):
+        rate = getattr(args, f"{event}_rate")
+        if rate != 0.0:
+            config = with_event_rate(config, event, rate)
     console = result_console(stderr=True)
     if args.no_progress:
         manifest = generate_dataset(args.out, config, args.seed, preset_name=args.preset)

@@ -19,7 +19,8 @@ reference ahead. There is no second copy.
 * **Perturbations** (Poisson events per car, rates per minute): late braking (the speed target is
   read further back, so braking starts late and ends hard), steering pulses, throttle lifts,
   over-speed into corners (target x factor), hard brake stabs and throttle bursts (wheel spin on
-  low friction), trail braking, and (opt-in) walking pace at full lock with a held pedal. They
+  low friction), trail braking, and (opt-in) walking pace at full lock with a held pedal and
+  launches (a held throttle from rest and at walking pace, wheel spin on low friction). They
   push the data to the edges of the envelope, beyond the expert's own limits.
 
 Sign conventions: the output action is ``[steer, accel]`` with ``steer = +1`` full right and
@@ -36,6 +37,7 @@ from torch import Tensor
 
 from gym_s3.drivers.expert_config import (
     EVENTS,
+    LAUNCH_MAX_SPEED_MPS,
     EventConfig,
     ExpertConfig,
     PerturbationConfig,
@@ -48,7 +50,8 @@ from gym_s3.tracks.path import PathSample
 from gym_s3.vehicle.params import GRAVITY
 
 #: How many events (the first ones of :data:`EVENTS`) draw from the expert's main generator; the
-#: rest (``lock_crawl``, which must stay last) draw from a stream of their own, only when enabled.
+#: rest (``lock_crawl`` and ``launch``, which must stay last) draw from streams of their own, only
+#: when enabled.
 _SHARED_EVENT_COUNT = EVENTS.index("lock_crawl")
 
 __all__ = ["EVENTS", "BatchedExpert", "EventConfig", "ExpertConfig", "PerturbationConfig", "Road"]
@@ -73,7 +76,8 @@ class BatchedExpert:
         n: number of cars N.
         config: gains, noise, perturbations (the defaults when ``None``).
         seed: seed of the noise and the events (CPU generators: one for the noise and the seven
-            default events, one of ``lock_crawl``'s own; runs repeat exactly).
+            default events, one of ``lock_crawl``'s own and one of ``launch``'s; runs repeat
+            exactly).
         dt: control period [s].
     """
 
@@ -104,6 +108,9 @@ class BatchedExpert:
         lock_seed = (int(seed) * 2_654_435_761 + 1) % 2**63
         self._lock_generator = torch.Generator().manual_seed(lock_seed)
         self.lock_steer = torch.zeros(n)  # held steering command of a lock_crawl event [1]
+        self._launch_on = config.perturbations.launch.rate_per_min > 0
+        launch_seed = (int(seed) * 2_654_435_761 + 2) % 2**63
+        self._launch_generator = torch.Generator().manual_seed(launch_seed)
         self.lock_pedal = torch.zeros(n)  # held pedal below its speed cap [1]
         # noise-free, event-free and one speed scale (the lap tables' and the PPO teacher's
         # expert): nothing it would draw can act, so :meth:`act` skips the draws (identical
@@ -141,7 +148,9 @@ class BatchedExpert:
         sign = torch.where(self._uniform((self.n,)) < 0.5, -1.0, 1.0)
         own = torch.rand(self.n, 6, generator=self._lock_generator) if self._lock_on else (
             torch.ones(self.n, 6))  # fmt: skip
-        start_u, dur_u, mag_u = (torch.cat([u, own[:, i : i + 1]], dim=1)
+        launch = torch.rand(self.n, 3, generator=self._launch_generator) if self._launch_on else (
+            torch.ones(self.n, 3))  # fmt: skip
+        start_u, dur_u, mag_u = (torch.cat([u, own[:, i : i + 1], launch[:, i : i + 1]], dim=1)
                                  for i, u in enumerate((start_u, dur_u, mag_u)))  # fmt: skip
         idle = self.event_left <= 0
         start = idle & (start_u < self._rate)
@@ -244,6 +253,8 @@ class BatchedExpert:
         accel = torch.where(
             on["trail_brake"] & cornering, torch.minimum(accel, -size["trail_brake"]), accel
         )
+        launching = on["launch"] & (v <= LAUNCH_MAX_SPEED_MPS)
+        accel = torch.where(launching, size["launch"], accel)
         crawling = on["lock_crawl"]
         steer = torch.where(crawling, self.lock_steer + noise[:, 0], steer)
         accel = torch.where(crawling & (v <= size["lock_crawl"]), self.lock_pedal, accel)

@@ -12,7 +12,7 @@ from typing import Any
 from gym_s3.errors import ConfigError
 from gym_s3.vehicle.params import SEDAN
 
-__all__ = ["EVENTS", "EventConfig", "ExpertConfig", "PerturbationConfig"]
+__all__ = ["EVENTS", "LAUNCH_MAX_SPEED_MPS", "EventConfig", "ExpertConfig", "PerturbationConfig"]
 
 
 #: Perturbation events, in the column order of the event tensors.
@@ -25,7 +25,11 @@ EVENTS: tuple[str, ...] = (
     "throttle_burst",
     "trail_brake",
     "lock_crawl",
+    "launch",
 )
+#: A ``launch`` event holds its pedal only at or below this speed [m/s]: standing starts and
+#: walking pace, where the expert's own throttle on ice stays at a share of the friction.
+LAUNCH_MAX_SPEED_MPS = 4.0
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,13 @@ class PerturbationConfig:
             the road while the PI brakes towards the cap). Off by default
             (rate 0): events that never happen draw nothing and are not recorded, so the
             default dataset is unchanged by its existence.
+        launch: the pedal is held at ``magnitude`` (throttle) while the car is at or below
+            :data:`LAUNCH_MAX_SPEED_MPS`: standing starts and walking pace with more throttle
+            than the friction allows, so the wheels spin on low friction. The expert's own
+            throttle from rest on ice stays at about 0.05 (none of 691 rows on ice below 2 m/s of
+            the quick pipeline's data above it), where a policy gives 0.07-0.14 and a learned
+            model then has nothing to learn the wheel spin from. The steering is the expert's.
+            Off by default, with a random stream of its own, as ``lock_crawl``.
     """
 
     late_braking: EventConfig = EventConfig(1.0, (2.0, 4.0), (20.0, 50.0))
@@ -85,6 +96,7 @@ class PerturbationConfig:
     throttle_burst: EventConfig = EventConfig(0.6, (0.3, 1.5), (0.7, 1.0))
     trail_brake: EventConfig = EventConfig(1.0, (1.0, 3.0), (0.3, 0.8))
     lock_crawl: EventConfig = EventConfig(0.0, (2.0, 6.0), (0.5, 4.0))
+    launch: EventConfig = EventConfig(0.0, (2.0, 6.0), (0.1, 1.0))
 
     @staticmethod
     def none() -> PerturbationConfig:

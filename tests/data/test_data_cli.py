@@ -57,6 +57,12 @@ def test_generate_summary_validate(tmp_path: Path, capsys: pytest.CaptureFixture
     assert victim.name in capsys.readouterr().err
 
 
+def _generated(out: Path, *options: str) -> list[tuple[dict[str, np.ndarray], dict]]:
+    """``s3 data generate --out OUT OPTIONS``; its episodes as (columns, metadata extra)."""
+    assert run(["generate", "--out", str(out), *options]) == 0
+    return [(cols, meta.extra) for cols, meta in map(read_episode, sorted(out.glob("*.parquet")))]
+
+
 def test_generate_with_lock_crawl(tmp_path: Path) -> None:
     """--lock-crawl-rate puts walking pace at full lock into the data; off, nothing records it.
 
@@ -68,11 +74,7 @@ def test_generate_with_lock_crawl(tmp_path: Path) -> None:
               "--no-progress"]  # fmt: skip
 
     def episodes(name: str, *extra: str) -> list[tuple[dict[str, np.ndarray], dict]]:
-        out = tmp_path / name
-        assert run(["generate", "--out", str(out), *common, *extra]) == 0
-        return [
-            (cols, meta.extra) for cols, meta in map(read_episode, sorted(out.glob("*.parquet")))
-        ]
+        return _generated(tmp_path / name, *common, *extra)
 
     def at_lock(data: list[tuple[dict[str, np.ndarray], dict]]) -> int:
         return sum(
@@ -87,6 +89,38 @@ def test_generate_with_lock_crawl(tmp_path: Path) -> None:
     assert at_lock(locked) > 20 and at_lock(plain) == 0, (at_lock(locked), at_lock(plain))
     with pytest.raises(ConfigError, match="--lock-crawl-rate"):
         run(["generate", "--out", str(tmp_path / "bad"), *common, "--lock-crawl-rate", "-1"])
+
+
+def test_generate_with_launch(tmp_path: Path) -> None:
+    """--launch-rate holds a throttle at walking pace; every other row is the plain data's.
+
+    Sixteen 3 s episodes (start speeds drawn from rest to the target), at 600 events/min and
+    without: the two datasets of one seed differ only in rows at or below 4 m/s, where the
+    launched ones hold a throttle of at least 0.1; off, the metadata does not name the event.
+    """
+    common = ["--preset", "tiny", "--cars", "16", "--towns", "0", "--procedural", "1",
+              "--no-progress"]  # fmt: skip
+
+    def episodes(name: str, *extra: str) -> list[tuple[dict[str, np.ndarray], dict]]:
+        return _generated(tmp_path / name, *common, *extra)
+
+    launched, plain = episodes("launch", "--launch-rate", "600"), episodes("plain")
+    assert len(launched) == len(plain) == 16
+    assert all(extra["events"]["launch"] > 0 for _, extra in launched)
+    assert all("launch" not in extra["events"] for _, extra in plain)
+    differing = 0
+    for (a, _), (b, _) in zip(launched, plain, strict=True):
+        n = min(len(a["accel"]), len(b["accel"]))
+        first = int(np.argmax(np.abs(a["accel"][:n] - b["accel"][:n]) > 1e-6))
+        moved = np.abs(a["accel"][:n] - b["accel"][:n]) > 1e-6
+        if not moved.any():
+            continue
+        # the first action that differs is a launch: at walking pace, a held throttle
+        assert a["v_long"][first] <= 4.0 + 1e-3 and a["accel"][first] >= 0.1 - 1e-6
+        differing += int(moved.sum())
+    assert differing > 20, differing
+    with pytest.raises(ConfigError, match="--launch-rate"):
+        run(["generate", "--out", str(tmp_path / "bad"), *common, "--launch-rate", "inf"])
 
 
 def test_recover_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -232,20 +232,30 @@ def test_trail_brake_brakes_only_in_corners(putnam_pool: ScenarioPool) -> None:
     assert torch.allclose(braked[~curved], quiet[~curved])
 
 
+def _always_on(event: str, magnitude: tuple[float, float]) -> ExpertConfig:
+    """The noise-free expert with ``event`` on at every step and no other event."""
+    always = EventConfig(1e9, (100.0, 100.0), magnitude)
+    return replace(QUIET, steer_noise=0.0, accel_noise=0.0,
+                   perturbations=replace(PerturbationConfig.none(), **{event: always}))  # fmt: skip
+
+
+def _cars_at(pool: ScenarioPool, n: int, speed: float):
+    """``(track, ego, sample)`` of ``n`` cars spread along Putnam at ``speed`` [m/s]."""
+    s0 = torch.linspace(100.0, 2500.0, n)
+    track, ego = cars_on_road(pool, torch.zeros(n, dtype=torch.int64), s0, speed=speed)
+    return track, ego, track.measure(ego)
+
+
 def test_lock_crawl_holds_the_wheel_at_lock_and_caps_the_speed(putnam_pool: ScenarioPool) -> None:
     """A lock_crawl event holds the wheel at lock, brakes above its cap, holds a pedal below it.
 
     Steering 0.6-1.0 of full lock to either side; above the speed cap the PI brakes; at or below
     it the drawn pedal (-0.3..0.6) is held; without noise, exactly.
     """
-    always = EventConfig(1e9, (100.0, 100.0), (2.0, 2.0))  # cap 2 m/s for the whole test
-    cfg = replace(QUIET, steer_noise=0.0, accel_noise=0.0,
-                  perturbations=replace(PerturbationConfig.none(), lock_crawl=always))  # fmt: skip
+    cfg = _always_on("lock_crawl", (2.0, 2.0))  # cap 2 m/s for the whole test
     n = 256
-    s0 = torch.linspace(100.0, 2500.0, n)
     for speed in (1.0, 10.0):
-        track, ego = cars_on_road(putnam_pool, torch.zeros(n, dtype=torch.int64), s0, speed=speed)
-        smp = track.measure(ego)
+        track, ego, smp = _cars_at(putnam_pool, n, speed)
         expert = BatchedExpert(n, cfg, seed=3)
         action = expert.act(ego, smp, track)
         steer, accel = action[:, 0], action[:, 1]
@@ -285,12 +295,56 @@ def test_lock_crawl_leaves_the_other_events_and_the_noise_of_a_seed_alone(
         assert torch.equal(act_a[~touched], act_b[~touched])
         assert torch.equal(a.noise, b.noise)
     assert 0 < int(touched.sum()) < n
-    assert torch.equal(a.event_count[:, :-1], b.event_count[:, :-1])
-    assert int(a.event_count[:, -1].sum()) == 0 < int(b.event_count[:, -1].sum())
+    lock_col = EVENTS.index("lock_crawl")
+    assert torch.equal(a.event_count[:, :lock_col], b.event_count[:, :lock_col])
+    assert int(a.event_count[:, lock_col].sum()) == 0 < int(b.event_count[:, lock_col].sum())
     assert "lock_crawl" not in ExpertConfig().to_json()["perturbations"]
-    assert tuple(ExpertConfig().to_json()["perturbations"]) == EVENTS[:-1]
+    assert tuple(ExpertConfig().to_json()["perturbations"]) == EVENTS[:lock_col]
     assert "lock_crawl" in with_lock.to_json()["perturbations"]
     assert PerturbationConfig.none().to_json() == {}
+
+
+def test_launch_holds_its_throttle_from_rest_and_leaves_the_rest_of_a_seed_alone(
+    putnam_pool: ScenarioPool,
+) -> None:
+    """A launch holds its drawn throttle at walking pace, not above it, on its own stream.
+
+    At 1 m/s every car under the event gives its held pedal (0.1-1.0), far above the ~0.05 the
+    expert itself allows on ice; at 10 m/s the expert's own pedal stands. With lock_crawl enabled
+    as well, the cars that no launch touched act exactly as without launches.
+    """
+    cfg = _always_on("launch", (0.1, 1.0))
+    n = 128
+    for speed in (1.0, 10.0):
+        track, ego, smp = _cars_at(putnam_pool, n, speed)
+        launched = BatchedExpert(n, cfg, seed=3)
+        action = launched.act(ego, smp, track)
+        noiseless = replace(cfg, perturbations=PerturbationConfig.none())
+        plain = BatchedExpert(n, noiseless, seed=3).act(ego, smp, track)
+        assert torch.equal(action[:, 0], plain[:, 0])  # the steering is the expert's
+        held = launched.event_mag[:, EVENTS.index("launch")]
+        if speed < 4.0:
+            assert torch.equal(action[:, 1], held)
+            assert float(held.min()) >= 0.1 and float(held.max()) <= 1.0
+            assert float(held.max()) - float(held.min()) > 0.5  # drawn per car
+        else:
+            assert torch.equal(action[:, 1], plain[:, 1])
+    track, ego, smp = _cars_at(putnam_pool, 64, 2.0)
+    lock = EventConfig(20.0, (0.5, 1.0), (0.5, 4.0))
+    base = replace(PerturbationConfig(), lock_crawl=lock)
+    launch = EventConfig(20.0, (0.5, 1.0), (0.1, 1.0))
+    with_launch = ExpertConfig(perturbations=replace(base, launch=launch))
+    a = BatchedExpert(64, ExpertConfig(perturbations=base), seed=5)
+    b = BatchedExpert(64, with_launch, seed=5)
+    touched = torch.zeros(64, dtype=torch.bool)
+    for _ in range(60):
+        act_a, act_b = a.act(ego, smp, track), b.act(ego, smp, track)
+        touched |= b.event_left[:, EVENTS.index("launch")] > 0
+        assert torch.equal(act_a[~touched], act_b[~touched])
+    assert 0 < int(touched.sum()) < 64
+    assert torch.equal(a.event_count[:, :-1], b.event_count[:, :-1])
+    assert "launch" not in ExpertConfig().to_json()["perturbations"]
+    assert "launch" in with_launch.to_json()["perturbations"]
 
 
 def test_the_default_event_stream_is_pinned() -> None:
@@ -304,9 +358,9 @@ def test_the_default_event_stream_is_pinned() -> None:
     for _ in range(400):
         expert._advance_events()
         expert._noise_step()
-    assert EVENTS[-1] == "lock_crawl"  # the own-stream event stays last
+    assert EVENTS[-2:] == ("lock_crawl", "launch")  # the own-stream events stay last
     counts = expert.event_count.sum(0).tolist()
-    assert counts == [17, 42, 22, 13, 9, 16, 19, 0]
+    assert counts == [17, 42, 22, 13, 9, 16, 19, 0, 0]
 
 
 def test_the_noise_free_expert_skips_its_draws_with_identical_actions(
