@@ -55,10 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--every", type=float, default=1.0, help="table row spacing [s]")
     p.add_argument("--out", type=Path, default=None, help="also write the rows to this JSON file")
     args = p.parse_args(argv)
-    if args.every <= 0:
+    if args.every <= 0:  # replay_rows checks it too, but only after the laps are driven
         p.error(f"--every must be a positive number of seconds, got {args.every:g}")
-    if args.max_steps is not None and args.max_steps < 1:
-        p.error(f"--max-steps must be at least 1, got {args.max_steps}")
     console = result_console()
     try:
         name, policy = resolve_policy(args.policy)

@@ -108,10 +108,11 @@ class BatchedExpert:
         lock_seed = (int(seed) * 2_654_435_761 + 1) % 2**63
         self._lock_generator = torch.Generator().manual_seed(lock_seed)
         self.lock_steer = torch.zeros(n)  # held steering command of a lock_crawl event [1]
+        self.lock_pedal = torch.zeros(n)  # held pedal below its speed cap [1]
+        # launch draws from a third stream (only when enabled), for the same reason
         self._launch_on = config.perturbations.launch.rate_per_min > 0
         launch_seed = (int(seed) * 2_654_435_761 + 2) % 2**63
         self._launch_generator = torch.Generator().manual_seed(launch_seed)
-        self.lock_pedal = torch.zeros(n)  # held pedal below its speed cap [1]
         # noise-free, event-free and one speed scale (the lap tables' and the PPO teacher's
         # expert): nothing it would draw can act, so :meth:`act` skips the draws (identical
         # actions, less work; the speed scales of later resets need the stream as it was)
@@ -253,8 +254,9 @@ class BatchedExpert:
         accel = torch.where(
             on["trail_brake"] & cornering, torch.minimum(accel, -size["trail_brake"]), accel
         )
-        launching = on["launch"] & (v <= LAUNCH_MAX_SPEED_MPS)
-        accel = torch.where(launching, size["launch"], accel)
+        if self._launch_on:  # off (the default), no car can be launching: no ops on the hot path
+            launching = on["launch"] & (v <= LAUNCH_MAX_SPEED_MPS)
+            accel = torch.where(launching, size["launch"], accel)
         crawling = on["lock_crawl"]
         steer = torch.where(crawling, self.lock_steer + noise[:, 0], steer)
         accel = torch.where(crawling & (v <= size["lock_crawl"]), self.lock_pedal, accel)
