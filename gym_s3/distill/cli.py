@@ -68,6 +68,12 @@ def register(subparsers: Any) -> None:
         help="rollout steps of the loss [steps of 0.05 s]; 1 = one-step loss (recipe)",
     )  # fmt: skip
     tr.add_argument("--seed", type=int, default=0, help="seed of initialisation and shuffling")
+    tr.add_argument(
+        "--mirror", action="store_true",
+        help="train on each window or its left-right mirror image (opposite steering, lateral "
+        "velocity and yaw rate, left and right wheels' friction swapped), drawn 1:1: the car's "
+        "symmetry as data augmentation; off by default (the shipped models were trained without)",
+    )  # fmt: skip
     tr.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
     tr.add_argument("--threads", type=int, default=None, help="torch CPU threads [count]")
     tr.add_argument("--val-fraction", type=float, default=0.15, help="share of held-out sessions")
@@ -151,6 +157,8 @@ def run_train(args: argparse.Namespace) -> int:
     }  # fmt: skip
     overrides = {k: v for k, v in overrides.items() if v is not None}
     overrides.update(seed=args.seed, device=args.device, progress=not args.no_progress)
+    if args.mirror:
+        overrides["mirror"] = True
     torch.manual_seed(args.seed)
     with distributed.launch(args.device, timeout_s=args.dist_timeout) as ctx:
         dataset = _load_dataset(args.dataset, args.val_fraction)
@@ -169,6 +177,7 @@ def _command(args: argparse.Namespace, names: list[str]) -> str:
     parts = ["s3", "distill", "train"]
     parts += ["--all"] if args.all else [f"--backend={n}" for n in names]
     parts += ["--dataset", *args.dataset]
+    parts += ["--mirror"] if args.mirror else []
     for key in ("out", "epochs", "batch_size", "batches_per_epoch", "lr", "patience",
                 "history", "horizon", "seed", "device", "val_fraction"):  # fmt: skip
         value = getattr(args, key)

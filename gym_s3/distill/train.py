@@ -32,6 +32,7 @@ from torch import Tensor, nn
 from gym_s3 import distributed
 from gym_s3.data.windows import NormStats
 from gym_s3.distill.loss import rollout_loss
+from gym_s3.distill.mirror import mirror_some
 from gym_s3.distill.resume import EpochState, load_state, save_state
 from gym_s3.distill.windows import WindowSource, fixed_subset
 from gym_s3.dynamics.base import DynamicsBackend
@@ -58,6 +59,8 @@ class TrainConfig:
         grad_clip: maximum gradient norm.
         freeze: parameter-name prefixes that are not trained (e.g. ``("base.",)`` for ``dytr``).
         seed: seed of the initialisation-independent randomness (shuffling).
+        mirror: replace each training window by its left-right mirror image with probability
+            1/2 (:mod:`gym_s3.distill.mirror`; validation windows are left as they are).
         device: torch device.
         progress: show a progress bar.
     """
@@ -75,6 +78,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     freeze: tuple[str, ...] = ()
     seed: int = 0
+    mirror: bool = False
     device: str = "cpu"
     progress: bool = True
 
@@ -282,7 +286,10 @@ def train(
             total, count, skipped = 0.0, 0, 0
             for b in range(per_epoch):
                 idx = order[b * config.batch_size : (b + 1) * config.batch_size]
-                batch = _to(train_windows.batch(idx), device)
+                batch = train_windows.batch(idx)
+                if config.mirror:
+                    batch = mirror_some(batch, gen)
+                batch = _to(batch, device)
                 loss = loss_of(batch, config.horizon, delta_std)
                 opt.zero_grad(set_to_none=True)
                 if not distributed.all_true(bool(torch.isfinite(loss)), ctx):
