@@ -16,24 +16,29 @@ The mirror image of a window (layout of :mod:`gym_s3.data.windows`, batch dimens
 * ``target_vel`` ``(B, K, 3)``: ``v_lat`` and ``yaw_rate`` change sign;
 * ``pose`` ``(B, K+1, 3)``: reflected across the line through the anchor row's position along its
   heading (the anchor pose itself is unchanged; later positions move to the other side of that
-  line and their headings turn the other way);
+  line and their headings turn the other way, ``yaw' = 2 yaw_0 - yaw``, left unwrapped like the
+  dataset's own yaw);
 * everything else (``labels``, ``surface``, ``session``, ``row``) is unchanged.
 
 Speeds, pedals and the longitudinal motion are unchanged, so the image of a window is a window
-the same car could have driven. :func:`mirror_windows` is its own inverse.
+the same car could have driven. :func:`mirror_windows` is its own inverse. The normalisation
+statistics of a mirrored training run are made symmetric too (:func:`symmetric_stats`), so a
+model's zero output carries no sideways offset of the unmirrored data.
+
+The symmetry is the car's: it holds for the stand-in's sedan (tested against its vehicle model)
+and for any car built the same on both sides. Data of a car that is not (a one-sided load, a
+steering offset) must not be mirrored.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
-from gym_s3.data.windows import MU_FEATURES, TARGET_FEATURES
+from gym_s3.data.windows import ACTION_FEATURES, MU_FEATURES, TARGET_FEATURES, NormStats
 from gym_s3.dynamics.base import HISTORY_FEATURES
 
-__all__ = ["mirror_some", "mirror_windows"]
+__all__ = ["mirror_some", "mirror_windows", "symmetric_stats"]
 
 #: history features that change sign in the mirror image (lateral velocity, yaw rate, steering)
 _ODD_FEATURES = ("v_lat", "yaw_rate", "steer")
@@ -48,6 +53,7 @@ def _sign(names: tuple[str, ...]) -> Tensor:
 
 _HISTORY_SIGN = _sign(HISTORY_FEATURES)
 _TARGET_SIGN = _sign(TARGET_FEATURES)
+#: each history feature's column in the mirror image (the wheels' friction swapped side to side)
 _HISTORY_ORDER = torch.tensor(
     [
         HISTORY_FEATURES.index(MU_FEATURES[_MIRRORED_WHEELS[MU_FEATURES.index(n)]])
@@ -56,19 +62,21 @@ _HISTORY_ORDER = torch.tensor(
         for i, n in enumerate(HISTORY_FEATURES)
     ]
 )
-_STEER = 0  # column of the steering in future_action (ACTION_FEATURES)
+_STEER = ACTION_FEATURES.index("steer")
 
 
 def _reflect_pose(pose: Tensor) -> Tensor:
-    """``(B, K+1, 3)`` poses reflected across the anchor row's heading line."""
+    """``(B, K+1, 3)`` poses ``[x, y, yaw]`` [m, m, rad] reflected across the anchor's heading line.
+
+    The anchor row's pose (index 0) is unchanged; yaw is not wrapped (continuous, as stored).
+    """
     x0, y0, yaw0 = pose[:, :1, 0], pose[:, :1, 1], pose[:, :1, 2]
     c, s = torch.cos(yaw0), torch.sin(yaw0)
     dx, dy = pose[..., 0] - x0, pose[..., 1] - y0
     along, across = dx * c + dy * s, -dx * s + dy * c
     x = x0 + along * c + across * s
     y = y0 + along * s - across * c
-    yaw = torch.remainder(2 * yaw0 - pose[..., 2] + math.pi, 2 * math.pi) - math.pi
-    return torch.stack([x, y, yaw], dim=-1)
+    return torch.stack([x, y, 2 * yaw0 - pose[..., 2]], dim=-1)
 
 
 def mirror_windows(batch: dict[str, Tensor]) -> dict[str, Tensor]:
@@ -109,3 +117,26 @@ def mirror_some(batch: dict[str, Tensor], generator: torch.Generator) -> dict[st
         mask = flip.to(value.device).view(-1, *([1] * (value.ndim - 1)))
         out[key] = torch.where(mask, mirrored[key], value)
     return out
+
+
+def _symmetric(mean: Tensor, std: Tensor, sign: Tensor, order: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean and std of a feature vector pooled with its mirror image (``x' = sign * x[order]``)."""
+    image_mean = mean[order] * sign
+    image_std = std[order]
+    pooled = (mean + image_mean) / 2
+    var = (std.square() + image_std.square()) / 2 + ((mean - image_mean) / 2).square()
+    return pooled, var.sqrt()
+
+
+def symmetric_stats(stats: NormStats) -> NormStats:
+    """Normalisation statistics of the data pooled with its mirror image.
+
+    The odd features' means (lateral velocity, yaw rate, steering, and their changes) become 0
+    and their spread takes up the mean; the left and right wheels' friction share one mean and
+    spread. These are the statistics a mirrored training run sees in expectation.
+    """
+    identity = torch.arange(len(TARGET_FEATURES))
+    hm, hs = _symmetric(stats.history_mean, stats.history_std, _HISTORY_SIGN, _HISTORY_ORDER)
+    tm, ts = _symmetric(stats.target_mean, stats.target_std, _TARGET_SIGN, identity)
+    dm, ds = _symmetric(stats.delta_mean, stats.delta_std, _TARGET_SIGN, identity)
+    return NormStats(hm, hs, tm, ts, dm, ds, stats.count)

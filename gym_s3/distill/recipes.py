@@ -141,8 +141,7 @@ def run(
         cfg = dataclasses.replace(recipe.train, **(overrides or {}))
         fingerprint = {"backend": name, "recipe": recipe.config, "history": history,
                        "dataset": dataset.content_hash, "world_size": ctx.world_size,
-                       "train": {k: v for k, v in dataclasses.asdict(cfg).items()
-                                 if k != "progress"}}  # fmt: skip
+                       "train": _fingerprint_of(cfg)}  # fmt: skip
         finished = _finished(out / name, fingerprint)
         if finished is not None:  # a rerun after an interruption: keep what was done
             log(f"'{name}': already trained with these settings in {out}; kept")
@@ -204,6 +203,16 @@ def run(
             f"{result.best_epoch} ({result.seconds:.0f} s) -> {written[name]}"
         )
     return written
+
+
+def _fingerprint_of(cfg: TrainConfig) -> dict[str, Any]:
+    """The settings of ``cfg`` that identify a run.
+
+    ``mirror`` counts only when on, so runs written before the option existed are still
+    recognised as finished (or resumed).
+    """
+    return {k: v for k, v in dataclasses.asdict(cfg).items()
+            if k != "progress" and not (k == "mirror" and not v)}  # fmt: skip
 
 
 def _finished(stem: Path, fingerprint: dict[str, Any]) -> DynamicsBackend | None:

@@ -32,7 +32,7 @@ from torch import Tensor, nn
 from gym_s3 import distributed
 from gym_s3.data.windows import NormStats
 from gym_s3.distill.loss import rollout_loss
-from gym_s3.distill.mirror import mirror_some
+from gym_s3.distill.mirror import mirror_some, symmetric_stats
 from gym_s3.distill.resume import EpochState, load_state, save_state
 from gym_s3.distill.windows import WindowSource, fixed_subset
 from gym_s3.dynamics.base import DynamicsBackend
@@ -60,7 +60,8 @@ class TrainConfig:
         freeze: parameter-name prefixes that are not trained (e.g. ``("base.",)`` for ``dytr``).
         seed: seed of the initialisation-independent randomness (shuffling).
         mirror: replace each training window by its left-right mirror image with probability
-            1/2 (:mod:`gym_s3.distill.mirror`; validation windows are left as they are).
+            1/2 and make the normalisation statistics symmetric (:mod:`gym_s3.distill.mirror`;
+            validation windows are left as they are).
         device: torch device.
         progress: show a progress bar.
     """
@@ -238,6 +239,8 @@ def train(
     torch.manual_seed(ctx.seed(config.seed))
     gen = torch.Generator().manual_seed(config.seed)  # the same order on every rank
     backend.to(device)
+    if config.mirror:  # the statistics of the data a mirrored run sees
+        stats = symmetric_stats(stats)
     if isinstance(backend, LearnedBackend):
         backend.set_norm_stats(stats)
     delta_std = stats.delta_std.to(device)

@@ -98,3 +98,30 @@ def test_the_same_folder_twice_is_refused(tiny_dir) -> None:
 
     with pytest.raises(ConfigError, match="share episode files"):
         DrivingDataset.load_folders([tiny_dir, tiny_dir])
+
+
+def test_mirror_reaches_the_trainer_and_the_record(tiny_dir, tmp_path) -> None:
+    """``--mirror`` trains with mirror images: the record says so, the statistics are symmetric.
+
+    Without it the fingerprint is the one written before the option existed.
+    """
+    from gym_s3.dynamics.base import HISTORY_FEATURES
+
+    def train(out, *extra):
+        code = _run(["distill", "train", "--backend", "trans", "--dataset", str(tiny_dir),
+                     "--out", str(out), "--epochs", "1", "--batches-per-epoch", "2",
+                     "--batch-size", "32", "--no-progress", *extra])  # fmt: skip
+        assert code == 0
+        return load(out / "trans").checkpoint_meta
+
+    mirrored, plain = train(tmp_path / "m", "--mirror"), train(tmp_path / "p")
+    assert mirrored["training"]["config"]["mirror"] is True
+    assert mirrored["training"]["fingerprint"]["train"]["mirror"] is True
+    assert "--mirror" in mirrored["training"]["command"]
+    assert "mirror" not in plain["training"]["fingerprint"]["train"]
+    assert "--mirror" not in plain["training"]["command"]
+    for meta, symmetric in ((mirrored, True), (plain, False)):
+        mean = dict(zip(HISTORY_FEATURES, meta["normalization"]["history_mean"], strict=True))
+        odd = [abs(mean[k]) for k in ("v_lat", "yaw_rate", "steer")]
+        sides = [abs(mean["mu_fl"] - mean["mu_fr"]), abs(mean["mu_rl"] - mean["mu_rr"])]
+        assert (max(odd + sides) < 1e-7) == symmetric, (odd, sides)

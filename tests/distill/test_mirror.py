@@ -7,13 +7,14 @@ import math
 import torch
 
 from gym_s3.distill.mirror import mirror_some, mirror_windows
+from gym_s3.tracks import wrap_angle
 from gym_s3.vehicle import VehicleModel
 
 HISTORY, HORIZON = 10, 5
 
 
 class _Patches:
-    """Ice left of the line and snow right of it further on; row 1 sees it mirrored (y -> -y)."""
+    """Ice left of the x axis and snow right of it further on; row 1 sees it mirrored (y -> -y)."""
 
     def friction_at(self, points: torch.Tensor) -> torch.Tensor:
         x, y = points[..., 0], points[..., 1]
@@ -63,7 +64,7 @@ def _in_anchor_frame(pose: torch.Tensor) -> torch.Tensor:
     x0, y0, yaw0 = pose[:, :1, 0], pose[:, :1, 1], pose[:, :1, 2]
     dx, dy = pose[..., 0] - x0, pose[..., 1] - y0
     c, s = torch.cos(yaw0), torch.sin(yaw0)
-    dyaw = torch.remainder(pose[..., 2] - yaw0 + math.pi, 2 * math.pi) - math.pi
+    dyaw = wrap_angle(pose[..., 2] - yaw0)
     return torch.stack([dx * c + dy * s, -dx * s + dy * c, dyaw], -1)
 
 
@@ -73,27 +74,34 @@ def test_the_mirror_image_of_a_drive_is_the_mirrored_drive():
     Its windows are the first car's images: velocities, friction under each wheel and the path
     (in the anchor's frame).
     """
-    left, right = _drive_pair()
+    car, mirrored_car = _drive_pair()
     # not vacuous: the two drives differ (sideways motion, friction under the wheels, path)
-    assert (left["history"] - right["history"]).abs().amax() > 0.3
-    assert (left["future_mu"] - right["future_mu"]).abs().amax() > 0.5
-    assert (left["pose"][..., 1] - right["pose"][..., 1]).abs().amax() > 1.0
-    image = mirror_windows(left)
+    assert (car["history"] - mirrored_car["history"]).abs().amax() > 0.3
+    assert (car["future_mu"] - mirrored_car["future_mu"]).abs().amax() > 0.5
+    assert (car["pose"][..., 1] - mirrored_car["pose"][..., 1]).abs().amax() > 1.0
+    image = mirror_windows(car)
     for key in ("history", "future_action", "future_mu", "target_vel"):
-        torch.testing.assert_close(image[key], right[key], rtol=0, atol=1e-9, msg=key)
-    torch.testing.assert_close(image["labels"], left["labels"])
+        torch.testing.assert_close(image[key], mirrored_car[key], rtol=0, atol=1e-9, msg=key)
+    torch.testing.assert_close(image["labels"], car["labels"])
     # the anchor pose stays; the path after it is the other car's, seen from the anchor
-    torch.testing.assert_close(image["pose"][:, 0], left["pose"][:, 0])
+    torch.testing.assert_close(image["pose"][:, 0], car["pose"][:, 0])
     torch.testing.assert_close(
-        _in_anchor_frame(image["pose"]), _in_anchor_frame(right["pose"]), rtol=0, atol=1e-9
+        _in_anchor_frame(image["pose"]), _in_anchor_frame(mirrored_car["pose"]), rtol=0, atol=1e-9
     )
 
 
-def test_mirroring_twice_gives_the_windows_back():
-    """The mirror image of the mirror image is the window itself."""
-    left, _ = _drive_pair(steps=40)
-    twice = mirror_windows(mirror_windows(left))
-    for key, value in left.items():
+def test_mirroring_keeps_unwrapped_yaw_continuous_and_twice_gives_the_windows_back():
+    """Unwrapped yaw (as datasets store it) stays continuous, and twice is the identity.
+
+    The image keeps the anchor's yaw even past +-pi, and the image of the image is the window.
+    """
+    car, _ = _drive_pair(steps=40)
+    car["pose"] = car["pose"] + torch.tensor([0.0, 0.0, 3.0 * math.pi])  # yaw around 3 pi
+    image = mirror_windows(car)
+    torch.testing.assert_close(image["pose"][:, 0], car["pose"][:, 0], rtol=0, atol=1e-12)
+    assert float(image["pose"][..., 2].diff(dim=1).abs().amax()) < 0.5  # no 2 pi jump
+    twice = mirror_windows(image)
+    for key, value in car.items():
         torch.testing.assert_close(twice[key], value, rtol=0, atol=1e-9, msg=key)
 
 
@@ -102,26 +110,27 @@ def test_mirror_some_flips_about_half_the_windows_and_follows_its_generator():
 
     (Runs stay reproducible from their seed.)
     """
-    left, _ = _drive_pair(steps=200)
-    image = mirror_windows(left)
-    out = mirror_some(left, torch.Generator().manual_seed(3))
-    same = (out["history"] == left["history"]).flatten(1).all(1)
+    car, _ = _drive_pair(steps=200)
+    image = mirror_windows(car)
+    out = mirror_some(car, torch.Generator().manual_seed(3))
+    same = (out["history"] == car["history"]).flatten(1).all(1)
     flipped = (out["history"] == image["history"]).flatten(1).all(1)
     assert bool((same | flipped).all())
     assert 0.3 < float(flipped.double().mean()) < 0.7
     for key in ("future_action", "future_mu", "target_vel", "pose"):
         torch.testing.assert_close(out[key][flipped], image[key][flipped], msg=key)
-        torch.testing.assert_close(out[key][~flipped], left[key][~flipped], msg=key)
-    again = mirror_some(left, torch.Generator().manual_seed(3))
+        torch.testing.assert_close(out[key][~flipped], car[key][~flipped], msg=key)
+    again = mirror_some(car, torch.Generator().manual_seed(3))
     torch.testing.assert_close(again["history"], out["history"])
 
 
 def test_a_model_trained_on_left_turns_with_mirror_images_predicts_right_turns_as_well():
     """The trainer's ``mirror`` option teaches a learned model the symmetry its data lacks.
 
-    The model only ever sees left turns (logs of a symmetric bicycle, each right-turning window
-    replaced by its image). With the option it predicts held-out right turns about as well as
-    left turns (ratio 1.1 when written); without it 4-5x worse.
+    The model only ever sees windows whose latest steering is to the left (logs of a symmetric
+    bicycle, each window steering right, +1 = full right, replaced by its image). With the
+    option it predicts held-out right turns about as well as left turns (ratio 0.85 when
+    written); without it 4.9x worse.
     """
     from distill_helpers import model_log, stats_of
 
@@ -130,9 +139,9 @@ def test_a_model_trained_on_left_turns_with_mirror_images_predicts_right_turns_a
     from gym_s3.dynamics import make
 
     def left_only(windows):
-        right = windows["history"][:, -1, 3] < 0
+        steers_right = windows["history"][:, -1, 3] > 0
         image = mirror_windows(windows)
-        return {k: torch.where(right.view(-1, *[1] * (v.ndim - 1)), image[k], v)
+        return {k: torch.where(steers_right.view(-1, *[1] * (v.ndim - 1)), image[k], v)
                 for k, v in windows.items()}  # fmt: skip
 
     truth = make("bicycle")
@@ -151,5 +160,5 @@ def test_a_model_trained_on_left_turns_with_mirror_images_predicts_right_turns_a
         losses = [evaluate_loss(model, TensorWindows(w), index, 1, stats.delta_std, "cpu")
                   for w in (left, right)]  # fmt: skip
         ratios[mirror] = losses[1] / losses[0]
-    assert ratios[True] < 1.5, ratios
+    assert 0.67 < ratios[True] < 1.5, ratios
     assert ratios[False] > 2.5, ratios
