@@ -29,18 +29,37 @@ def model_log(
             rows.append(torch.cat([state.vel, action, mu], -1))
             poses.append(state.pose)
             state = model.step(state, action, mu)
-    f, p = torch.stack(rows, 1), torch.stack(poses, 1)
-    ks = torch.arange(history - 1, steps - horizon + 1)
+    flat = car_windows(torch.stack(rows, 1), torch.stack(poses, 1), history, horizon)
+    count = flat["history"].shape[1]
+    flat["surface"] = (torch.arange(n) % 6)[:, None].expand(n, count)
+    flat["labels"] = (torch.arange(n) % 3)[:, None].expand(n, count)
+    return {k: v.reshape(-1, *v.shape[2:]) for k, v in flat.items()}
+
+
+def car_windows(
+    rows: torch.Tensor, poses: torch.Tensor, history: int, horizon: int
+) -> dict[str, torch.Tensor]:
+    """Every window (contract layout, per car) of logged rows.
+
+    Args:
+        rows: ``(N, T, 9)`` history features of T rows per car (velocities before step j, the
+            action and friction of step j).
+        poses: ``(N, T, 3)`` ``[x, y, yaw]`` of the same rows.
+        history: history rows H.
+        horizon: rollout rows K.
+
+    Returns:
+        ``history (N, W, H, 9)``, ``future_action (N, W, K, 2)``, ``future_mu (N, W, K, 4)``,
+        ``target_vel (N, W, K, 3)`` and ``pose (N, W, K+1, 3)`` for the W anchors of each car.
+    """
+    ks = torch.arange(history - 1, rows.shape[1] - horizon)
     hist = ks[:, None] + torch.arange(-history + 1, 1)
     fut = ks[:, None] + torch.arange(horizon)
-    flat = {
-        "history": f[:, hist], "future_action": f[:, fut][..., 3:5],
-        "future_mu": f[:, fut][..., 5:9], "target_vel": f[:, fut + 1][..., :3],
-        "pose": p[:, ks[:, None] + torch.arange(horizon + 1)],
-        "surface": (torch.arange(n) % 6)[:, None].expand(n, len(ks)),
-        "labels": (torch.arange(n) % 3)[:, None].expand(n, len(ks)),
+    return {
+        "history": rows[:, hist], "future_action": rows[:, fut][..., 3:5],
+        "future_mu": rows[:, fut][..., 5:9], "target_vel": rows[:, fut + 1][..., :3],
+        "pose": poses[:, ks[:, None] + torch.arange(horizon + 1)],
     }  # fmt: skip
-    return {k: v.reshape(-1, *v.shape[2:]) for k, v in flat.items()}
 
 
 def stats_of(windows: dict[str, torch.Tensor]) -> NormStats:

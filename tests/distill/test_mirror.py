@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
+from distill_helpers import car_windows
 
 from gym_s3.distill.mirror import mirror_some, mirror_windows
 from gym_s3.tracks import wrap_angle
@@ -46,16 +47,8 @@ def _drive_pair(steps: int = 90) -> tuple[dict[str, torch.Tensor], dict[str, tor
         rows.append(torch.cat([vel, u[:, :1], accel, state.mu], -1))
         poses.append(torch.stack([state.x, state.y, state.yaw], -1))
         state = model.step(state, u, field)
-    f, p = torch.stack(rows, 1), torch.stack(poses, 1)
-    ks = torch.arange(HISTORY - 1, steps - HORIZON + 1)
-    hist = ks[:, None] + torch.arange(-HISTORY + 1, 1)
-    fut = ks[:, None] + torch.arange(HORIZON)
-    out = {
-        "history": f[:, hist], "future_action": f[:, fut][..., 3:5],
-        "future_mu": f[:, fut][..., 5:9], "target_vel": f[:, fut + 1][..., :3],
-        "pose": p[:, ks[:, None] + torch.arange(HORIZON + 1)],
-        "labels": torch.arange(len(ks))[None].expand(2, -1),
-    }  # fmt: skip
+    out = car_windows(torch.stack(rows, 1), torch.stack(poses, 1), HISTORY, HORIZON)
+    out["labels"] = torch.arange(out["history"].shape[1])[None].expand(2, -1)
     return {k: v[0] for k, v in out.items()}, {k: v[1] for k, v in out.items()}
 
 
