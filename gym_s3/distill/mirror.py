@@ -3,9 +3,11 @@
 A car is left-right symmetric: driven with the opposite steering on the mirror image of its road
 (the friction under its left wheels swapped with its right), it drives the mirror image of its
 path. A learned model has no such prior, and one trained on finite data can carry a side bias
-of its own (round 41: one of three `trans` distillation seeds drifted 4.9 m sideways in 10 s of
-a standing start on ice with the wheel straight). Training on windows and their mirror images
-removes the bias the data cannot explain.
+of its own; training on windows and their mirror images removes what the data cannot explain.
+(Round 41 tried it on a `trans` seed that drifted 4.9 m sideways in 10 s of a standing start on
+ice with the wheel nearly straight: the mirrored seeds drifted 1.0-2.8 m, both ways, so that
+drift was the open loop compounding small heading errors, and the option changed nothing
+measurable there; docs/experiments.md.)
 
 The mirror image of a window (layout of :mod:`gym_s3.data.windows`, batch dimension B first):
 
