@@ -113,7 +113,7 @@ def mirror_some(batch: dict[str, Tensor], generator: torch.Generator) -> dict[st
     mirrored = mirror_windows(batch)
     out = {}
     for key, value in batch.items():
-        if key not in mirrored or mirrored[key] is value:
+        if mirrored[key] is value:  # labels, surface, ...: the same in the image
             out[key] = value
             continue
         mask = flip.to(value.device).view(-1, *([1] * (value.ndim - 1)))
